@@ -1,0 +1,1 @@
+"""HTTP: the FastAPI app and one named HTTP-triggered Function per operation."""

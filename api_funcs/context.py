@@ -1,0 +1,29 @@
+"""What every request needs, built once per host and handed to the FastAPI app: settings, the
+one clock, and the engine (built lazily, on the first request that needs it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from shared.clock import Clock, SystemClock
+from shared.db.engine import get_engine
+from shared.settings import Settings
+
+DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    clock: Clock = field(default_factory=SystemClock)
+    database_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.database_url or self.settings.Database.Url or DEFAULT_DATABASE_URL
+
+    @property
+    def engine(self) -> Engine:
+        return get_engine(self.url)

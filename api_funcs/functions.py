@@ -1,0 +1,52 @@
+"""One named HTTP-triggered Function per operation (DESIGN §2), each handing its request to the
+one FastAPI app, so an operator can disable or watch one (`AzureWebJobs.transfer.Disabled`)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import azure.functions as func
+from fastapi import FastAPI
+
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from shared.settings import load_settings, require_host
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # the Function's name, and the FastAPI route's name
+    route: str  # under the host's routePrefix "api"
+    methods: tuple[str, ...]
+    auth_level: func.AuthLevel = func.AuthLevel.FUNCTION
+
+
+# DESIGN §5. A test pins that these and the FastAPI routes are the same set.
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+)
+
+
+@functools.cache
+def _asgi() -> func.AsgiMiddleware:
+    # Built on the first request, never at import: importing function_app.py opens nothing.
+    settings = load_settings()
+    require_host(settings, "function")
+    app: FastAPI = create_app(AppContext(settings))
+    return func.AsgiMiddleware(app)
+
+
+def _register(bp: func.Blueprint, op: Operation) -> None:
+    async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
+        return await _asgi().handle_async(req, context)
+
+    handler.__name__ = op.name
+    bp.function_name(op.name)(
+        bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
+    )
+
+
+bp = func.Blueprint()
+for _op in OPERATIONS:
+    _register(bp, _op)

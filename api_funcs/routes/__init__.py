@@ -1,0 +1,1 @@
+"""FastAPI routers, one module per feature; each operation's Function name is its route's name."""

@@ -1,0 +1,1 @@
+"""The shared package: domain, persistence and protocols. No Azure Functions types in here."""

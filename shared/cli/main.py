@@ -1,0 +1,43 @@
+"""`azurebank`: one parser, one module per command group, exit codes from shared.cli.exits."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from shared.cli import db, exits, serve, token, users
+from shared.settings import SettingsError
+
+COMMAND_MODULES = (db, users, token, serve)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(exits.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="azurebank", description="AzureBank Functions: operator tools.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return exits.CONFIG
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

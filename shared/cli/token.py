@@ -1,0 +1,34 @@
+"""`azurebank token`: a local bearer token for a user (only with Auth__SigningKey)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from shared.cli import exits
+from shared.clock import SystemClock
+from shared.identity.tokens import TokenSigningUnavailable, issue_token
+from shared.settings import load_settings
+
+
+def _minutes(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1440:
+        raise argparse.ArgumentTypeError("must be a whole number from 1 to 1440")
+    return int(text)
+
+
+def register(sub: Any) -> None:
+    tok = sub.add_parser("token", help="print a bearer token for a user (Auth__SigningKey only)")
+    tok.add_argument("--user", required=True, help="the AspNetUsers.Id")
+    tok.add_argument("--minutes", type=_minutes, default=60)
+    tok.set_defaults(run=_token)
+
+
+def _token(args: argparse.Namespace) -> int:
+    try:
+        print(issue_token(load_settings(), SystemClock(), args.user, minutes=args.minutes))
+    except TokenSigningUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return exits.CONFIG
+    return exits.OK

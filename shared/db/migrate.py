@@ -1,0 +1,35 @@
+"""Run the Alembic migrations programmatically (`azurebank db upgrade`, tests, the quick start)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TextIO
+
+from alembic import command
+from alembic.config import Config
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def alembic_config(url: str, *, stdout: TextIO | None = None) -> Config:
+    config = Config(stdout=stdout) if stdout is not None else Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    # `%` would be read as interpolation by configparser; a password may contain one.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def offline_sql(url: str, revision: str = "head") -> str:
+    """The DDL the migrations would run on `url`'s dialect, generated without connecting."""
+    out = io.StringIO()
+    command.upgrade(alembic_config(url, stdout=out), revision, sql=True)
+    return out.getvalue()

@@ -1,0 +1,62 @@
+"""Column types that hold money exactly and time as UTC on every dialect (DESIGN §3)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import BigInteger, DateTime, Numeric
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+_SCALE = Decimal("10000")
+
+
+class Money(TypeDecorator[Decimal]):
+    """`Numeric(18,4)` where the server has exact decimals; on SQLite, which has none, an integer
+    of ten-thousandths, so stored values and SUM() stay exact."""
+
+    impl = Numeric(18, 4)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(Numeric(18, 4, asdecimal=True))
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        amount = Decimal(value).quantize(Decimal("0.0001"))
+        if dialect.name == "sqlite":
+            return int(amount * _SCALE)
+        return amount
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        if dialect.name == "sqlite":
+            return (Decimal(int(value)) / _SCALE).quantize(Decimal("0.0001"))
+        return Decimal(value).quantize(Decimal("0.0001"))
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A UTC instant stored without a zone (EF's `datetime2`), handed back timezone-aware.
+    A naive value is refused on the way in: it is always a bug here."""
+
+    impl = DateTime(timezone=False)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, datetime) or value.tzinfo is None:
+            raise ValueError("UtcDateTime needs a timezone-aware datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        instant: datetime = value.replace(tzinfo=UTC)
+        return instant

@@ -1,0 +1,79 @@
+"""Creating users and their accounts (`azurebank users add`, the quick start, tests)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from shared.clock import Clock
+from shared.db.schema import Account, AspNetUser
+from shared.errors import Conflict
+from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret
+
+
+@dataclass(frozen=True)
+class NewUser:
+    user_id: str
+    account_ids: list[uuid.UUID]
+
+
+def add_user(
+    session: Session,
+    clock: Clock,
+    *,
+    email: str,
+    password: str,
+    azure_tag: str,
+    balance: Decimal = Decimal(0),
+    accounts: int = 1,
+    hash_iterations: int = DEFAULT_ITERATIONS,
+) -> NewUser:
+    """A user with `accounts` open accounts holding `balance` each. Does not commit."""
+    taken = session.scalar(
+        select(AspNetUser.Id).where(
+            or_(AspNetUser.AzureTag == azure_tag, AspNetUser.NormalizedEmail == email.upper())
+        )
+    )
+    if taken is not None:
+        raise Conflict("USER_EXISTS", "A user with that email or AzureTag already exists.")
+    user = AspNetUser(
+        Id=str(uuid.uuid4()),
+        UserName=email,
+        NormalizedUserName=email.upper(),
+        Email=email,
+        NormalizedEmail=email.upper(),
+        EmailConfirmed=True,
+        PasswordHash=hash_secret(password, iterations=hash_iterations),
+        SecurityStamp=uuid.uuid4().hex.upper(),
+        ConcurrencyStamp=str(uuid.uuid4()),
+        PhoneNumberConfirmed=False,
+        TwoFactorEnabled=False,
+        LockoutEnabled=True,
+        AccessFailedCount=0,
+        AzureTag=azure_tag,
+        PinAccessFailedCount=0,
+    )
+    session.add(user)
+    # No relationship() ties the rows, so flush the parent before its children (foreign keys).
+    session.flush()
+    now = clock.now()
+    created = [
+        Account(
+            Id=uuid.uuid4(),
+            UserId=user.Id,
+            Name="Main" if i == 0 else f"Account {i + 1}",
+            Balance=balance,
+            Currency="EUR",
+            IsDeleted=False,
+            CreatedAt=now,
+            Version=1,
+        )
+        for i in range(accounts)
+    ]
+    session.add_all(created)
+    session.flush()
+    return NewUser(user.Id, [a.Id for a in created])

@@ -1,0 +1,1 @@
+"""Alembic migrations; `azurebank db upgrade` runs them (shared.db.migrate)."""

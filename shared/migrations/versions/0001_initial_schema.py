@@ -1,0 +1,245 @@
+"""The initial schema: every table of DESIGN §3, in the API's EF names.
+
+Revision ID: 0001
+Revises:
+Create Date: 2026-11-29 20:55:16.773536
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "AspNetUsers",
+        sa.Column("Id", sa.String(length=450), nullable=False),
+        sa.Column("UserName", sa.String(length=256), nullable=True),
+        sa.Column("NormalizedUserName", sa.String(length=256), nullable=True),
+        sa.Column("Email", sa.String(length=256), nullable=True),
+        sa.Column("NormalizedEmail", sa.String(length=256), nullable=True),
+        sa.Column("EmailConfirmed", sa.Boolean(), nullable=False),
+        sa.Column("PasswordHash", sa.Text(), nullable=True),
+        sa.Column("SecurityStamp", sa.Text(), nullable=True),
+        sa.Column("ConcurrencyStamp", sa.Text(), nullable=True),
+        sa.Column("PhoneNumber", sa.Text(), nullable=True),
+        sa.Column("PhoneNumberConfirmed", sa.Boolean(), nullable=False),
+        sa.Column("TwoFactorEnabled", sa.Boolean(), nullable=False),
+        sa.Column("LockoutEnd", sa.DateTime(), nullable=True),
+        sa.Column("LockoutEnabled", sa.Boolean(), nullable=False),
+        sa.Column("AccessFailedCount", sa.Integer(), nullable=False),
+        sa.Column("AzureTag", sa.String(length=64), nullable=False),
+        sa.Column("PinHash", sa.Text(), nullable=True),
+        sa.Column("PinAccessFailedCount", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("PinLockoutEnd", sa.DateTime(), nullable=True),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_AspNetUsers")),
+        sa.UniqueConstraint("AzureTag", name=op.f("UQ_AspNetUsers_AzureTag")),
+        sa.UniqueConstraint("NormalizedUserName", name=op.f("UQ_AspNetUsers_NormalizedUserName")),
+    )
+    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("IX_AspNetUsers_NormalizedEmail"), ["NormalizedEmail"], unique=False
+        )
+
+    op.create_table(
+        "AuditChainTail",
+        sa.Column("Id", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("LastSequence", sa.BigInteger(), nullable=False),
+        sa.Column("LastHash", sa.LargeBinary(length=32), nullable=False),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditChainTail")),
+    )
+    op.create_table(
+        "AuditEvents",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("Sequence", sa.BigInteger(), nullable=False),
+        sa.Column("PayloadVersion", sa.Integer(), nullable=False),
+        sa.Column("ActorUserId", sa.String(length=450), nullable=True),
+        sa.Column("Event", sa.String(length=64), nullable=False),
+        sa.Column("OccurredAt", sa.DateTime(), nullable=False),
+        sa.Column("Details", sa.Text(), nullable=True),
+        sa.Column("PreviousHash", sa.LargeBinary(length=32), nullable=False),
+        sa.Column("RowHash", sa.LargeBinary(length=32), nullable=False),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditEvents")),
+        sa.UniqueConstraint("Sequence", name=op.f("UQ_AuditEvents_Sequence")),
+    )
+    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
+        batch_op.create_index(
+            "IX_AuditEvents_ActorUserId_Event", ["ActorUserId", "Event"], unique=False
+        )
+
+    op.create_table(
+        "IdempotencyRecords",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("UserId", sa.String(length=450), nullable=False),
+        sa.Column("Operation", sa.String(length=64), nullable=False),
+        sa.Column("Key", sa.String(length=255), nullable=False),
+        sa.Column("RequestHash", sa.String(length=64), nullable=False),
+        sa.Column("State", sa.String(length=16), nullable=False),
+        sa.Column("ResponseStatus", sa.Integer(), nullable=True),
+        sa.Column("ResponseBody", sa.Text(), nullable=True),
+        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column("CompletedAt", sa.DateTime(), nullable=True),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_IdempotencyRecords")),
+        sa.UniqueConstraint(
+            "UserId", "Operation", "Key", name=op.f("UQ_IdempotencyRecords_UserId_Operation_Key")
+        ),
+    )
+    op.create_table(
+        "Accounts",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("UserId", sa.String(length=450), nullable=False),
+        sa.Column("Name", sa.String(length=100), nullable=False),
+        sa.Column(
+            "Balance",
+            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
+            nullable=False,
+        ),
+        sa.Column("Currency", sa.String(length=3), nullable=False),
+        sa.Column("IsDeleted", sa.Boolean(), server_default=sa.false(), nullable=False),
+        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column("Version", sa.Integer(), server_default="1", nullable=False),
+        sa.ForeignKeyConstraint(
+            ["UserId"], ["AspNetUsers.Id"], name=op.f("FK_Accounts_AspNetUsers_UserId")
+        ),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_Accounts")),
+    )
+    with op.batch_alter_table("Accounts", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("IX_Accounts_UserId"), ["UserId"], unique=False)
+
+    op.create_table(
+        "SubscriberNotices",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("UserId", sa.String(length=450), nullable=False),
+        sa.Column("Kind", sa.String(length=32), nullable=False),
+        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column("DeliveredAt", sa.DateTime(), nullable=True),
+        sa.Column("DeliveryReceipt", sa.String(length=400), nullable=True),
+        sa.Column("LeasedUntil", sa.DateTime(), nullable=True),
+        sa.Column("LeasedBy", sa.String(length=200), nullable=True),
+        sa.Column("AuditEventId", sa.Uuid(), nullable=True),
+        sa.CheckConstraint(
+            '("LeasedUntil" IS NULL AND "LeasedBy" IS NULL) OR ("LeasedUntil" IS NOT NULL AND "LeasedBy" IS NOT NULL)',
+            name=op.f("CK_SubscriberNotices_Lease"),
+        ),
+        sa.ForeignKeyConstraint(
+            ["UserId"],
+            ["AspNetUsers.Id"],
+            name=op.f("FK_SubscriberNotices_AspNetUsers_UserId"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_SubscriberNotices")),
+    )
+    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
+        batch_op.create_index("IX_SubscriberNotices_AuditEventId", ["AuditEventId"], unique=False)
+        batch_op.create_index("IX_SubscriberNotices_LeasedBy", ["LeasedBy"], unique=False)
+        batch_op.create_index(
+            "IX_SubscriberNotices_Owed_CreatedAt",
+            ["CreatedAt"],
+            unique=False,
+            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
+            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
+            mssql_where=sa.text("[DeliveredAt] IS NULL"),
+        )
+        batch_op.create_index(batch_op.f("IX_SubscriberNotices_UserId"), ["UserId"], unique=False)
+
+    op.create_table(
+        "Transactions",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("AccountId", sa.Uuid(), nullable=False),
+        sa.Column("Type", sa.String(length=16), nullable=False),
+        sa.Column(
+            "Amount",
+            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
+            nullable=False,
+        ),
+        sa.Column("Status", sa.String(length=16), nullable=False),
+        sa.Column("RecipientAzureTag", sa.String(length=64), nullable=True),
+        sa.Column("CounterpartyAccountId", sa.Uuid(), nullable=True),
+        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["AccountId"], ["Accounts.Id"], name=op.f("FK_Transactions_Accounts_AccountId")
+        ),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_Transactions")),
+    )
+    with op.batch_alter_table("Transactions", schema=None) as batch_op:
+        batch_op.create_index(
+            "IX_Transactions_AccountId_Type_CreatedAt",
+            ["AccountId", "Type", "CreatedAt"],
+            unique=False,
+        )
+
+    op.create_table(
+        "TransferAuthorizations",
+        sa.Column("Id", sa.Uuid(), nullable=False),
+        sa.Column("UserId", sa.String(length=450), nullable=False),
+        sa.Column("AccountId", sa.Uuid(), nullable=False),
+        sa.Column("RecipientAzureTag", sa.String(length=64), nullable=False),
+        sa.Column(
+            "Amount",
+            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
+            nullable=False,
+        ),
+        sa.Column("Status", sa.String(length=16), nullable=False),
+        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column("ExpiresAt", sa.DateTime(), nullable=False),
+        sa.Column("SpentAt", sa.DateTime(), nullable=True),
+        sa.Column("TransactionId", sa.Uuid(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["AccountId"],
+            ["Accounts.Id"],
+            name=op.f("FK_TransferAuthorizations_Accounts_AccountId"),
+        ),
+        sa.ForeignKeyConstraint(
+            ["UserId"],
+            ["AspNetUsers.Id"],
+            name=op.f("FK_TransferAuthorizations_AspNetUsers_UserId"),
+        ),
+        sa.PrimaryKeyConstraint("Id", name=op.f("PK_TransferAuthorizations")),
+    )
+    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("IX_TransferAuthorizations_UserId"), ["UserId"], unique=False
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("IX_TransferAuthorizations_UserId"))
+
+    op.drop_table("TransferAuthorizations")
+    with op.batch_alter_table("Transactions", schema=None) as batch_op:
+        batch_op.drop_index("IX_Transactions_AccountId_Type_CreatedAt")
+
+    op.drop_table("Transactions")
+    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("IX_SubscriberNotices_UserId"))
+        batch_op.drop_index(
+            "IX_SubscriberNotices_Owed_CreatedAt",
+            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
+            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
+            mssql_where=sa.text("[DeliveredAt] IS NULL"),
+        )
+        batch_op.drop_index("IX_SubscriberNotices_LeasedBy")
+        batch_op.drop_index("IX_SubscriberNotices_AuditEventId")
+
+    op.drop_table("SubscriberNotices")
+    with op.batch_alter_table("Accounts", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("IX_Accounts_UserId"))
+
+    op.drop_table("Accounts")
+    op.drop_table("IdempotencyRecords")
+    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
+        batch_op.drop_index("IX_AuditEvents_ActorUserId_Event")
+
+    op.drop_table("AuditEvents")
+    op.drop_table("AuditChainTail")
+    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("IX_AspNetUsers_NormalizedEmail"))
+
+    op.drop_table("AspNetUsers")

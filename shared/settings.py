@@ -1,0 +1,388 @@
+"""App settings: one pydantic-settings model read from `Section__Key` (or `Section:Key`) variables.
+
+Every error names the key as an operator spells it (`Notices__BatchSize`) and says the fix
+(DESIGN §4). Range and enum rules live on the model; the rules that depend on which host is
+asking (ADR-0048 D6, ADR-0051 D3) live in `check_host`, so each host asks only about itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import os
+import subprocess
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+# ADR-0046: MONEY_MAX is the one published maximum of a single request.
+MONEY_MAX = Decimal("100000")
+
+Host = Literal["function", "api", "verb", "cli"]
+
+
+class SettingsError(Exception):
+    """Settings refused; the message names each key as the operator spells it, and its fix."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("Settings refused:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class NoticeRunner(enum.StrEnum):
+    """Which kind of runner delivers owed notices (ADR-0048 D6); the flag, not the lease,
+    keeps two kinds of runner from both sending."""
+
+    NONE = "None"  # nobody delivers; the verb is the only way out
+    API = "Api"  # the API's hosted loop (`azurebank serve`)
+    FUNCTION = "Function"  # the timer-triggered Function (ADR-0051)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class DatabaseSettings(_Section):
+    Url: str | None = None
+
+
+class NoticesSettings(_Section):
+    Runner: NoticeRunner = NoticeRunner.NONE
+    PickupDirectory: str | None = None
+    PickupContainer: str | None = None
+    Contact: str | None = None
+    PeriodSeconds: int = Field(15, ge=1, le=3600)
+    LeaseSeconds: int = Field(120, ge=2, le=86400)
+    BatchSize: int = Field(100, ge=1, le=1000)
+    Schedule: str = "0 */1 * * * *"
+
+    @field_validator("PickupDirectory", "PickupContainer", "Contact", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
+class NoticesStorageSettings(_Section):
+    """Beyond the ADR: where the blob pickup container lives (a connection string, or an
+    account URI reached with a managed identity)."""
+
+    ConnectionString: str | None = None
+    blobServiceUri: str | None = None
+
+
+class DailyLimitSettings(_Section):
+    Amount: Decimal = Field(Decimal("5000"), gt=0, lt=MONEY_MAX, decimal_places=2)
+    LockTimeoutSeconds: int = Field(10, ge=1, le=29)
+
+
+class AuthSettings(_Section):
+    Issuer: str | None = None
+    Audience: str | None = None
+    JwksUrl: str | None = None
+    SigningKey: str | None = None
+
+
+class AuditSettings(_Section):
+    ChainKey: str | None = None
+
+    @field_validator("ChainKey")
+    @classmethod
+    def _base64_of_32_bytes(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise ValueError("must be base64") from None
+        if len(raw) < 32:
+            raise ValueError("must decode to at least 32 bytes")
+        return value
+
+
+class PinSettings(_Section):
+    # PSD2 RTS Art. 4: at most five tries.
+    MaxFailedAttempts: int = Field(5, ge=1, le=5)
+    LockoutMinutes: int = Field(15, ge=1, le=1440)
+
+
+class TransfersSettings(_Section):
+    AuthorizationSeconds: int = Field(300, ge=30, le=3600)
+
+
+_SECTIONS: dict[str, type[_Section]] = {
+    "Database": DatabaseSettings,
+    "Notices": NoticesSettings,
+    "NoticesStorage": NoticesStorageSettings,
+    "DailyLimit": DailyLimitSettings,
+    "Auth": AuthSettings,
+    "Audit": AuditSettings,
+    "Pin": PinSettings,
+    "Transfers": TransfersSettings,
+}
+
+# The fix an operator reads beside each key; ranges are spelled out so nobody needs the source.
+_FIXES: dict[str, str] = {
+    "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
+    "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
+    "Notices__Runner": "set Notices__Runner to one of None, Api, Function",
+    "Notices__PeriodSeconds": "set Notices__PeriodSeconds to a whole number from 1 to 3600",
+    "Notices__LeaseSeconds": "set Notices__LeaseSeconds to a whole number from 2 to 86400",
+    "Notices__BatchSize": "set Notices__BatchSize to a whole number from 1 to 1000",
+    "Notices__Schedule": "set Notices__Schedule to a six-field NCRONTAB expression, seconds first, "
+    "e.g. '0 */1 * * * *'",
+    "Notices__PickupDirectory": "set Notices__PickupDirectory to an existing directory outside any "
+    "git tree (or use Notices__PickupContainer)",
+    "Notices__PickupContainer": "set Notices__PickupContainer to a blob container name",
+    "Notices__Contact": "set Notices__Contact to the contact every notice must name "
+    "(e.g. a support address or phone number)",
+    "DailyLimit__Amount": "set DailyLimit__Amount to a number above 0 and below 100000, "
+    "with at most two decimals",
+    "DailyLimit__LockTimeoutSeconds": "set DailyLimit__LockTimeoutSeconds to a whole number "
+    "from 1 to 29",
+    "Audit__ChainKey": "set Audit__ChainKey to base64 of at least 32 random bytes "
+    "(e.g. `openssl rand -base64 32`)",
+    "Pin__MaxFailedAttempts": "set Pin__MaxFailedAttempts to a whole number from 1 to 5",
+    "Pin__LockoutMinutes": "set Pin__LockoutMinutes to a whole number from 1 to 1440",
+    "Transfers__AuthorizationSeconds": "set Transfers__AuthorizationSeconds to a whole number "
+    "from 30 to 3600",
+    "Auth__SigningKey": "unset Auth__SigningKey where Auth__JwksUrl is set (HS256 is for local "
+    "use only), or use a key of at least 32 characters",
+}
+
+
+def fix_for(key: str) -> str:
+    """The sentence an operator reads to repair `key`."""
+    return _FIXES.get(key, f"correct {key}")
+
+
+def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Group `Section__Key` and `Section:Key` variables by section (Azure app settings on Linux
+    allow only the first; local.settings.json and the .NET API use the second). Section and key
+    match case-insensitively, as the .NET configuration binder does. `NoticesStorage` alone is
+    the connection string."""
+    sections = {name.lower(): name for name in _SECTIONS}
+    fields = {name: {f.lower(): f for f in cls.model_fields} for name, cls in _SECTIONS.items()}
+    out: dict[str, dict[str, str]] = {}
+    for raw_key, value in environ.items():
+        parts = raw_key.replace(":", "__").split("__")
+        section = sections.get(parts[0].lower())
+        if section is None:
+            continue
+        if len(parts) == 1 and section == "NoticesStorage":
+            out.setdefault(section, {})["ConnectionString"] = value
+        elif len(parts) == 2 and parts[1].lower() in fields[section]:
+            out.setdefault(section, {})[fields[section][parts[1].lower()]] = value
+    return out
+
+
+class Settings(BaseSettings):
+    """Every app setting of DESIGN §4, grouped by section as the .NET API groups them."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    Database: DatabaseSettings = DatabaseSettings()
+    Notices: NoticesSettings = NoticesSettings()
+    NoticesStorage: NoticesStorageSettings = NoticesStorageSettings()
+    DailyLimit: DailyLimitSettings = DailyLimitSettings()
+    Auth: AuthSettings = AuthSettings()
+    Audit: AuditSettings = AuditSettings()
+    Pin: PinSettings = PinSettings()
+    Transfers: TransfersSettings = TransfersSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings reads the environment itself (read_app_settings), so the only source
+        # is what it passes in: no second spelling of a key can silently win.
+        return (init_settings,)
+
+
+def _message(error: Any) -> str:
+    loc = error.get("loc", ())
+    key = "__".join(str(p) for p in loc[:2]) if loc else "settings"
+    given = error.get("input")
+    shown = (
+        f" (got {given!r})"
+        if isinstance(given, str | int | float) and key not in _SECRET_KEYS
+        else ""
+    )
+    return f"{key}: {error.get('msg', 'invalid')}{shown}. Fix: {fix_for(key)}."
+
+
+_SECRET_KEYS = {
+    "Audit__ChainKey",
+    "Auth__SigningKey",
+    "NoticesStorage__ConnectionString",
+    "Database__Url",
+}
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate the settings every host shares; raise SettingsError naming each key."""
+    data = read_app_settings(os.environ if environ is None else environ)
+    try:
+        settings = Settings(**data)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise SettingsError([_message(e) for e in exc.errors()]) from None
+    problems = _cross_field_problems(settings)
+    if problems:
+        raise SettingsError(problems)
+    return settings
+
+
+def _cross_field_problems(s: Settings) -> list[str]:
+    problems: list[str] = []
+    url = s.Database.Url
+    if url is not None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            backend = make_url(url).get_backend_name()
+        except ArgumentError:
+            backend = ""
+        if backend not in {"sqlite", "postgresql", "mssql"}:
+            problems.append(
+                f"Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
+                f"Fix: {fix_for('Database__Url')}."
+            )
+    if s.Auth.SigningKey and s.Auth.JwksUrl:
+        problems.append(
+            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
+            f"Fix: {fix_for('Auth__SigningKey')}."
+        )
+    return problems
+
+
+# --- per-host checks (ADR-0048 D6, ADR-0051 D3): each host asks only about itself -------------
+
+
+def check_host(settings: Settings, host: Host) -> list[str]:
+    """The problems this host must refuse to start with; empty when it may start.
+
+    `function` and `api` ask about delivery only when `Notices__Runner` names them; `verb` always
+    delivers, so it always asks; `cli` (every other command) asks nothing beyond the ranges.
+    """
+    n = settings.Notices
+    problems: list[str] = []
+    if host == "function" and not settings.Database.Url:
+        problems.append(
+            "Database__Url: missing; the Functions host never falls back to a local file. "
+            f"Fix: {fix_for('Database__Url')}."
+        )
+    if host == "function":
+        problems += _schedule_problems(n.Schedule)
+    delivers = (
+        (host == "function" and n.Runner is NoticeRunner.FUNCTION)
+        or (host == "api" and n.Runner is NoticeRunner.API)
+        or host == "verb"
+    )
+    if delivers:
+        problems += _target_problems(settings)
+        if not n.Contact:
+            problems.append(
+                "Notices__Contact: missing; it is mandatory content of every notice. "
+                f"Fix: {fix_for('Notices__Contact')}."
+            )
+    if host == "api" and n.Runner is NoticeRunner.API and n.LeaseSeconds < 2 * n.PeriodSeconds:
+        problems.append(
+            f"Notices__LeaseSeconds: {n.LeaseSeconds}s is less than twice "
+            f"Notices__PeriodSeconds ({n.PeriodSeconds}s). Fix: set Notices__LeaseSeconds to at "
+            f"least {2 * n.PeriodSeconds}, or lower Notices__PeriodSeconds."
+        )
+    return problems
+
+
+def require_host(settings: Settings, host: Host) -> None:
+    """Raise SettingsError when this host must not start."""
+    problems = check_host(settings, host)
+    if problems:
+        raise SettingsError(problems)
+
+
+def _schedule_problems(schedule: str) -> list[str]:
+    from croniter import croniter
+
+    fields = schedule.split()
+    if len(fields) != 6:
+        return [
+            f"Notices__Schedule: {schedule!r} has {len(fields)} fields, NCRONTAB needs six "
+            f"(seconds first). Fix: {fix_for('Notices__Schedule')}."
+        ]
+    try:
+        croniter(schedule, second_at_beginning=True)
+    except ValueError:
+        return [
+            f"Notices__Schedule: {schedule!r} does not parse. Fix: {fix_for('Notices__Schedule')}."
+        ]
+    return []
+
+
+def _target_problems(settings: Settings) -> list[str]:
+    n = settings.Notices
+    if bool(n.PickupDirectory) == bool(n.PickupContainer):
+        which = "both are set" if n.PickupDirectory else "neither is set"
+        return [
+            f"Notices__PickupDirectory: exactly one of Notices__PickupDirectory and "
+            f"Notices__PickupContainer must be set, and {which}. Fix: "
+            f"{fix_for('Notices__PickupDirectory')}."
+        ]
+    if n.PickupContainer:
+        storage = settings.NoticesStorage
+        if not storage.ConnectionString and not storage.blobServiceUri:
+            return [
+                "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
+                "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
+                "account's blob URI (identity)."
+            ]
+        return []
+    assert n.PickupDirectory is not None
+    problem = pickup_directory_problem(Path(n.PickupDirectory))
+    return [problem] if problem else []
+
+
+def pickup_directory_problem(directory: Path) -> str | None:
+    """ADR-0048 D6: the pickup directory is a spool of addresses at rest; it must exist and sit
+    outside any git tree. The message never echoes the path (it may name a user's home)."""
+    if not directory.is_dir():
+        return (
+            "Notices__PickupDirectory: the directory does not exist. Fix: create it, or "
+            "set Notices__PickupDirectory to an existing directory outside any git tree."
+        )
+    if _inside_git_tree(directory):
+        return (
+            "Notices__PickupDirectory: the directory sits inside a git tree, where notices "
+            "(addresses at rest) could be committed. Fix: set Notices__PickupDirectory to a "
+            "directory outside any git tree."
+        )
+    return None
+
+
+def _inside_git_tree(directory: Path) -> bool:
+    # Walk up looking for .git ourselves, and ask git too when it is installed (worktrees,
+    # GIT_DIR layouts); either saying yes is enough to refuse.
+    resolved = directory.resolve()
+    for parent in (resolved, *resolved.parents):
+        if (parent / ".git").exists():
+            return True
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0 and result.stdout.strip() == "true"

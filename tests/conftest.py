@@ -1,0 +1,184 @@
+"""Fixtures every ring shares: hermetic settings, a migrated SQLite file per test, a PostgreSQL
+database per run (unique name, migrated, dropped), and the Azurite blob endpoint.
+
+Under CI=true a suite that would be skipped for a missing service fails instead: a green run must
+mean the PostgreSQL and Azurite suites ran.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from shared.db import migrate
+from shared.db.engine import build_engine, dispose_engines
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+AZURITE_BLOB_ENDPOINT = os.environ.get(
+    "AZUREBANK_TEST_AZURITE_BLOB", "http://127.0.0.1:10000/devstoreaccount1"
+)
+# Azurite's published development account (not a secret: it is in Microsoft's docs).
+AZURITE_ACCOUNT_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+_SETTING_SECTIONS = (
+    "database",
+    "notices",
+    "noticesstorage",
+    "dailylimit",
+    "auth",
+    "audit",
+    "pin",
+    "transfers",
+)
+
+
+def service_missing(what: str) -> None:
+    """Skip locally; fail under CI, where every service must be there."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} is not available, and CI=true requires every suite to run")
+    pytest.skip(f"{what} is not available")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No app setting of the developer's shell leaks into a test."""
+    for key in list(os.environ):
+        head = key.replace(":", "__").split("__")[0].lower()
+        if head in _SETTING_SECTIONS:
+            monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _dispose_cached_engines() -> Iterator[None]:
+    yield
+    dispose_engines()
+
+
+# --- SQLite -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def sqlite_url(_sqlite_template: Path, tmp_path: Path) -> str:
+    """A migrated SQLite file of this test's own."""
+    path = tmp_path / "azurebank.db"
+    shutil.copyfile(_sqlite_template, path)
+    return f"sqlite:///{path}"
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+
+
+def _postgres_reachable() -> bool:
+    url = make_url(POSTGRES_ADMIN_URL)
+    try:
+        with socket.create_connection((url.host or "127.0.0.1", url.port or 5432), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _admin_engine() -> Engine:
+    return create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+
+
+def _create_database(name: str, template: str | None = None) -> str:
+    admin = _admin_engine()
+    try:
+        with admin.connect() as conn:
+            clause = f' TEMPLATE "{template}"' if template else ""
+            conn.execute(text(f'CREATE DATABASE "{name}"{clause}'))
+    finally:
+        admin.dispose()
+    return make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_database(name: str) -> None:
+    admin = _admin_engine()
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def _postgres_template() -> Iterator[str]:
+    if not _postgres_reachable():
+        service_missing("PostgreSQL")
+    name = f"azurebank_test_{uuid.uuid4().hex[:12]}"
+    url = _create_database(name)
+    migrate.upgrade(url)
+    yield name
+    dispose_engines()
+    _drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(_postgres_template: str) -> Iterator[str]:
+    """One migrated PostgreSQL database shared by the run; tests use unique keys in it."""
+    name = f"{_postgres_template}_shared"
+    yield _create_database(name, template=_postgres_template)
+    dispose_engines()
+    _drop_database(name)
+
+
+@pytest.fixture
+def fresh_postgres_url(_postgres_template: str) -> Iterator[str]:
+    """A migrated PostgreSQL database of this test's own (for tests that count whole tables)."""
+    name = f"{_postgres_template}_{uuid.uuid4().hex[:8]}"
+    url = _create_database(name, template=_postgres_template)
+    yield url
+    dispose_engines()
+    _drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The same test on SQLite and on PostgreSQL, each with a database of its own."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("fresh_postgres_url"))
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = build_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+# --- Azurite ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def azurite_connection_string() -> str:
+    """A connection string for Azurite's blob service; tests create containers with unique names."""
+    parsed = urlparse(AZURITE_BLOB_ENDPOINT)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 10000), 2):
+            pass
+    except OSError:
+        service_missing("Azurite (blob)")
+    return (
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+        f"AccountKey={AZURITE_ACCOUNT_KEY};BlobEndpoint={AZURITE_BLOB_ENDPOINT};"
+    )
