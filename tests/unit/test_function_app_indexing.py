@@ -1,4 +1,4 @@
-"""DESIGN §2: importing function_app.py opens nothing, and the host's indexing sees every Function."""
+"""DESIGN §2: importing function_app.py opens nothing; the host's indexing sees every Function."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _closed_port() -> int:
 
 
 def test_importing_function_app_with_an_unreachable_database_connects_to_nothing() -> None:
-    # A fresh interpreter, so get_functions() runs once in its process (FACTS: it may not run twice),
+    # A fresh interpreter, so get_functions() runs once in its process (FACTS: never twice),
     # and socket.connect is watched from before the import.
     port = _closed_port()
     code = textwrap.dedent(
