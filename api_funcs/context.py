@@ -32,4 +32,4 @@ class AppContext:
 
     @cached_property
     def token_verifier(self) -> TokenVerifier:
-        return TokenVerifier(self.settings)
+        return TokenVerifier(self.settings, self.clock)

@@ -30,7 +30,7 @@ CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
 FAST_HASH = 1
 
 
-def test_environ(db_url: str, **overrides: str) -> dict[str, str]:
+def host_environ(db_url: str, **overrides: str) -> dict[str, str]:
     """A complete, valid app-settings environment for a test host."""
     env = {
         "Database__Url": db_url,
@@ -41,8 +41,8 @@ def test_environ(db_url: str, **overrides: str) -> dict[str, str]:
     return env
 
 
-def test_settings(db_url: str, **overrides: str) -> Settings:
-    return load_settings(test_environ(db_url, **overrides))
+def host_settings(db_url: str, **overrides: str) -> Settings:
+    return load_settings(host_environ(db_url, **overrides))
 
 
 def make_user(
@@ -80,7 +80,7 @@ def api_client(
     db_url: str, clock: Clock, environ: Mapping[str, str] | None = None
 ) -> Iterator[TestClient]:
     """The one FastAPI app over `db_url`, on `clock`, without a server process."""
-    settings = load_settings(dict(environ) if environ is not None else test_environ(db_url))
+    settings = load_settings(dict(environ) if environ is not None else host_environ(db_url))
     app = create_app(AppContext(settings, clock=clock, database_url=db_url))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client

@@ -46,7 +46,11 @@ class TokenVerifier:
     nothing about why (the caller learns no more than that the token was not accepted).
     """
 
-    def __init__(self, settings: Settings) -> None:
+    # Seconds of clock skew tolerated between the token's issuer and this host.
+    LEEWAY_SECONDS = 30
+
+    def __init__(self, settings: Settings, clock: Clock) -> None:
+        self._clock = clock
         auth = settings.Auth
         self._issuer = auth.Issuer or (None if auth.JwksUrl else LOCAL_ISSUER)
         self._audience = auth.Audience or (None if auth.JwksUrl else LOCAL_AUDIENCE)
@@ -59,10 +63,17 @@ class TokenVerifier:
     def configured(self) -> bool:
         return self._jwks is not None or bool(self._signing_key)
 
-    def verify(self, token: str, *, now: float | None = None) -> str:
+    def verify(self, token: str) -> str:
         if not self.configured or not token:
             raise InvalidToken
-        options: dict[str, object] = {"require": ["exp", "sub", "iss", "aud"]}
+        # Times are checked below against the injected clock, not PyJWT's wall clock, so the
+        # one clock that runs the ledger also decides when a token has expired.
+        options: dict[str, object] = {
+            "require": ["exp", "sub", "iss", "aud"],
+            "verify_exp": False,
+            "verify_nbf": False,
+            "verify_iat": False,
+        }
         try:
             if self._jwks is not None:
                 if not self._issuer or not self._audience:
@@ -82,6 +93,12 @@ class TokenVerifier:
             )
         except jwt.PyJWTError:
             raise InvalidToken from None
+        now = self._clock.now().timestamp()
+        exp, nbf = claims.get("exp"), claims.get("nbf", 0)
+        if not isinstance(exp, int | float) or not isinstance(nbf, int | float):
+            raise InvalidToken
+        if now >= exp + self.LEEWAY_SECONDS or now < nbf - self.LEEWAY_SECONDS:
+            raise InvalidToken
         sub = claims.get("sub")
         if not isinstance(sub, str) or not sub:
             raise InvalidToken

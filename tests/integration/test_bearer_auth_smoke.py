@@ -7,7 +7,7 @@ from fastapi import APIRouter
 
 from api_funcs.deps import CurrentUser
 from shared.clock import FakeClock
-from tests.support import api_client, bearer, make_user, test_settings
+from tests.support import api_client, bearer, host_settings, make_user
 
 
 def test_a_valid_local_token_names_its_user_and_a_missing_one_is_401(sqlite_url: str) -> None:
@@ -22,7 +22,7 @@ def test_a_valid_local_token_names_its_user_and_a_missing_one_is_401(sqlite_url:
 
         client.app.include_router(router)  # type: ignore[attr-defined]
         ok = client.get(
-            "/api/whoami", headers=bearer(test_settings(sqlite_url), clock, user.user_id)
+            "/api/whoami", headers=bearer(host_settings(sqlite_url), clock, user.user_id)
         )
         missing = client.get("/api/whoami")
     assert ok.status_code == 200 and ok.json() == {"userId": user.user_id}
