@@ -35,7 +35,10 @@ class FunctionRelayHost:
         if is_named(settings, "function"):
             assert settings.Database.Url is not None  # require_host refuses a missing one
             self.runner = RelayRunner(
-                "function", settings, database_url=settings.Database.Url, clock=clock or SystemClock()
+                "function",
+                settings,
+                database_url=settings.Database.Url,
+                clock=clock or SystemClock(),
             )
             self._sweep = sweep or self.runner.sweep
             log.info(self.runner.announcement(f"schedule {settings.Notices.Schedule}"))

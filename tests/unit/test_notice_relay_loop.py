@@ -71,9 +71,7 @@ async def _until(predicate: Any, timeout: float = WAIT) -> None:
 
 def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
     sweep = RecordingSweep()
-    service = NoticeRelayService(
-        _settings(tmp_path), database_url="sqlite://", sweep=sweep
-    )
+    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
 
     async def scenario() -> float:
         started = time.monotonic()
