@@ -18,7 +18,7 @@ from shared.notices.runner_name import make_runner_name
 from shared.settings import NoticeRunner, Settings
 
 if TYPE_CHECKING:
-    from shared.notices.sweep import NoticeSweepSummary
+    from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
     from shared.notices.transports import NoticeTransport
 
 HostedKind = Literal["api", "function"]
@@ -63,6 +63,7 @@ class RelayRunner:
         self.clock = clock
         self.name = make_runner_name(kind)
         self._transport: NoticeTransport | None = None
+        self._built: NoticeSweep | None = None
         self._lock = threading.Lock()
 
     def announcement(self, cadence: str) -> str:
@@ -76,24 +77,30 @@ class RelayRunner:
     def transport(self) -> NoticeTransport:
         """The delivery target, built once; building one opens no connection."""
         with self._lock:
-            if self._transport is None:
-                from shared.notices.transports import transport_from_settings
+            return self._transport_unlocked()
 
-                self._transport = transport_from_settings(self.settings)
-            return self._transport
+    def _transport_unlocked(self) -> NoticeTransport:
+        if self._transport is None:
+            from shared.notices.transports import transport_from_settings
+
+            self._transport = transport_from_settings(self.settings)
+        return self._transport
 
     def sweep(self) -> NoticeSweepSummary:
         """One NoticeSweep under this runner's name (ADR-0048 D2: the same protocol for all)."""
-        from shared.notices.sweep import NoticeSweep
+        return self._notice_sweep().run()
 
-        n = self.settings.Notices
-        sweep = NoticeSweep(
-            get_engine(self.database_url),
-            self.clock,
-            self.transport(),
-            runner=self.name,
-            lease_seconds=n.LeaseSeconds,
-            batch_size=n.BatchSize,
-            contact=n.Contact or "",
-        )
-        return sweep.run()
+    def _notice_sweep(self) -> NoticeSweep:
+        # Built on the first sweep, then reused: the engine is where connecting starts.
+        with self._lock:
+            if self._built is None:
+                from shared.notices.sweep import NoticeSweep
+
+                self._built = NoticeSweep.from_settings(
+                    get_engine(self.database_url),
+                    self.clock,
+                    self.settings,
+                    self.name,
+                    transport=self._transport_unlocked(),
+                )
+            return self._built
