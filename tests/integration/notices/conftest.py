@@ -11,12 +11,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from shared.clock import FakeClock
 from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.notices.sweep import NoticeSweep
+from shared.notices.transports import NoticeTransport
 from shared.settings import pickup_directory_problem
 
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
@@ -144,3 +146,82 @@ def notice_row(engine: Engine, notice_id: uuid.UUID) -> SubscriberNotice:
         assert row is not None
         session.expunge(row)
         return row
+
+
+# --- honest transports for the failure paths (each implements NoticeTransport) ------------------
+
+
+class FailingTransport:
+    """A transport whose every delivery raises `error` (an OSError echoing a path, by default)."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error or OSError("cannot write /srv/pickup/secret-spool/notice.eml")
+        self.attempts = 0
+
+    def describe(self) -> str:
+        return "failing transport"
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        self.attempts += 1
+        raise self.error
+
+
+class SlowTransport:
+    """Delegates, but each delivery moves the fake clock on by `step` (a slow disk)."""
+
+    def __init__(self, inner: NoticeTransport, clock: FakeClock, step: timedelta) -> None:
+        self.inner, self.clock, self.step = inner, clock, step
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        self.clock.advance(self.step)
+        return self.inner.deliver(notice_id, message)
+
+
+class RacingTransport:
+    """Delegates, then another runner marks the same row delivered before this one can."""
+
+    def __init__(self, inner: NoticeTransport, engine: Engine, race: set[uuid.UUID]) -> None:
+        self.inner, self.engine, self.race = inner, engine, race
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        receipt = self.inner.deliver(notice_id, message)
+        if notice_id in self.race:
+            with unit_of_work(self.engine) as session:
+                session.execute(
+                    update(SubscriberNotice)
+                    .where(SubscriberNotice.Id == notice_id)
+                    .values(
+                        DeliveredAt=START,
+                        DeliveryReceipt="another runner's receipt",
+                        LeasedBy=None,
+                        LeasedUntil=None,
+                    )
+                )
+                session.commit()
+        return receipt
+
+
+def make_sweep(
+    engine: Engine,
+    clock: FakeClock,
+    transport: NoticeTransport,
+    *,
+    runner: str = "function/test/1/0000aaaa",
+    lease_seconds: int = 120,
+    batch_size: int = 100,
+) -> NoticeSweep:
+    return NoticeSweep(
+        engine,
+        clock,
+        transport,
+        runner=runner,
+        lease_seconds=lease_seconds,
+        batch_size=batch_size,
+        contact=CONTACT,
+    )
