@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from shared.clock import Clock, SystemClock
 from shared.notices.relay_runner import RelayRunner, is_named, step_aside_line
+from shared.notices.sweep import NoticeSweepSummary
 from shared.settings import Settings, require_host
-
-if TYPE_CHECKING:
-    from shared.notices.sweep import NoticeSweepSummary
 
 log = logging.getLogger("azurebank.notices.relay")
 

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from shared.clock import Clock
 from shared.db.engine import get_engine
 from shared.notices.runner_name import make_runner_name
+from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
+from shared.notices.transports import NoticeTransport, transport_from_settings
 from shared.settings import NoticeRunner, Settings
-
-if TYPE_CHECKING:
-    from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
-    from shared.notices.transports import NoticeTransport
 
 HostedKind = Literal["api", "function"]
 
@@ -81,8 +79,6 @@ class RelayRunner:
 
     def _transport_unlocked(self) -> NoticeTransport:
         if self._transport is None:
-            from shared.notices.transports import transport_from_settings
-
             self._transport = transport_from_settings(self.settings)
         return self._transport
 
@@ -94,8 +90,6 @@ class RelayRunner:
         # Built on the first sweep, then reused: the engine is where connecting starts.
         with self._lock:
             if self._built is None:
-                from shared.notices.sweep import NoticeSweep
-
                 self._built = NoticeSweep.from_settings(
                     get_engine(self.database_url),
                     self.clock,
