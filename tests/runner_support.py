@@ -7,10 +7,13 @@ notices unless they count the whole table (those use a database of their own).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Engine, event, func, insert, select
 
 from shared.db.engine import get_engine
 from shared.db.schema import NoticeKind, SubscriberNotice
@@ -63,3 +66,19 @@ def owed_count(db_url: str) -> int:
         return int(
             session.scalar(select(func.count()).where(_NOTICES.c.DeliveredAt.is_(None))) or 0
         )
+
+
+@contextmanager
+def connection_attempts() -> Iterator[list[str]]:
+    """Every database connection any engine tries to open inside the block, by dialect (psycopg
+    connects through libpq, so a socket watch would not see it; SQLAlchemy's hook does)."""
+    attempts: list[str] = []
+
+    def record(dialect: Any, _record: Any, _cargs: Any, _cparams: Any) -> None:
+        attempts.append(str(dialect.name))
+
+    event.listen(Engine, "do_connect", record)
+    try:
+        yield attempts
+    finally:
+        event.remove(Engine, "do_connect", record)

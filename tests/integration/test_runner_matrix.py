@@ -22,7 +22,7 @@ from shared.cli.serve import build_served_app
 from shared.notices.function_host import FunctionRelayHost
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.runner_support import CONTACT, notice_state, owe_notices
+from tests.runner_support import CONTACT, connection_attempts, notice_state, owe_notices
 
 RELAY_LOGGER = "azurebank.notices.relay"
 
@@ -109,21 +109,12 @@ def test_adr_0051_d4_a_host_not_named_returns_at_once_without_touching_the_datab
     runner: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A database nobody listens on: any attempt to use it would be an Error line.
+    # A database nobody listens on: any attempt to use it would also be an Error line.
     url = f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing"
     pickup = tmp_path / "pickup"
     pickup.mkdir()
-    attempts: list[object] = []
-    real_connect = socket.socket.connect
-
-    def watch(self: socket.socket, address: object) -> None:
-        attempts.append(address)
-        real_connect(self, address)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(socket.socket, "connect", watch)
-    with caplog.at_level(logging.INFO):
+    with connection_attempts() as attempts, caplog.at_level(logging.INFO):
         for _ in range(3):
             HOSTS[host](_settings(url, pickup, runner))
     assert attempts == []
