@@ -119,8 +119,9 @@ def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_l
     assert any(
         r["level"] == "WARNING" and "late (past due)" in r["message"] for r in late["records"]
     )
-    # One sweep per tick: one summary line per invocation that held rows, none for an idle one.
+    # One sweep per tick: the late tick delivered the one owed notice; the next had nothing.
     assert sum("Notice delivered: " in r["message"] for r in late["records"]) == 1
+    assert sum(r["message"].startswith("Notice sweep by function/") for r in late["records"]) == 1
     assert not any("late" in r["message"] for r in on_time["records"])
     assert on_time["files"] == late["files"]
 
