@@ -18,9 +18,22 @@ source "$ROOT/scripts/_venv.sh"
 
 # Azurite 3.35.0 is the last release that runs on Node 20 (3.37 needs Node 22).
 AZURITE_VERSION="3.35.0"
+# The same endpoints tests/conftest.py uses; the defaults are this machine's services.
+PG_URL="${AZUREBANK_TEST_POSTGRES:-postgresql+psycopg://postgres@127.0.0.1:5432/postgres}"
+PG_CLUSTER="${AZUREBANK_PG_CLUSTER:-main}"
+BLOB_URL="${AZUREBANK_TEST_AZURITE_BLOB:-http://127.0.0.1:10000/devstoreaccount1}"
 PG_HOST=127.0.0.1
 PG_PORT=5432
+BLOB_HOST=127.0.0.1
 BLOB_PORT=10000
+if [[ "$PG_URL" =~ @([^:/@]+):([0-9]+)/ ]]; then
+  PG_HOST="${BASH_REMATCH[1]}"
+  PG_PORT="${BASH_REMATCH[2]}"
+fi
+if [[ "$BLOB_URL" =~ ://([^:/]+):([0-9]+)/ ]]; then
+  BLOB_HOST="${BASH_REMATCH[1]}"
+  BLOB_PORT="${BASH_REMATCH[2]}"
+fi
 
 STARTED_PG_VERSION=""
 AZURITE_PID=""
@@ -54,7 +67,7 @@ cleanup() {
   fi
   [[ -n "$AZURITE_DATA" ]] && rm -rf "$AZURITE_DATA"
   if [[ -n "$STARTED_PG_VERSION" ]]; then
-    pg_ctlcluster --skip-systemctl-redirect "$STARTED_PG_VERSION" main stop || true
+    pg_ctlcluster --skip-systemctl-redirect "$STARTED_PG_VERSION" "$PG_CLUSTER" stop || true
     log "stopped the PostgreSQL this run started"
   fi
   [[ -n "$SUMMARY_FILE" ]] && rm -f "$SUMMARY_FILE"
@@ -69,14 +82,18 @@ start_postgres() {
     log "PostgreSQL listens on $PG_HOST:$PG_PORT"
     return 0
   fi
-  if ! command -v pg_ctlcluster >/dev/null 2>&1 || [[ ! -d /etc/postgresql ]]; then
-    log "PostgreSQL is not installed; its suite will be skipped (a failure under CI=true)"
+  if [[ "$PG_HOST" != 127.0.0.1 && "$PG_HOST" != localhost ]]; then
+    log "PostgreSQL at $PG_HOST:$PG_PORT does not answer; this script starts only a local one"
     return 0
   fi
   local version
-  version="$(ls /etc/postgresql | sort -V | tail -n 1)"
-  log "starting PostgreSQL $version"
-  if pg_ctlcluster --skip-systemctl-redirect "$version" main start; then
+  version="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)"
+  if ! command -v pg_ctlcluster >/dev/null 2>&1 || [[ -z "$version" ]]; then
+    log "PostgreSQL is not installed; its suite will be skipped (a failure under CI=true)"
+    return 0
+  fi
+  log "starting PostgreSQL $version/$PG_CLUSTER"
+  if pg_ctlcluster --skip-systemctl-redirect "$version" "$PG_CLUSTER" start; then
     STARTED_PG_VERSION="$version"
     wait_listening "$PG_HOST" "$PG_PORT" 60 || log "PostgreSQL did not listen on $PG_PORT"
   else
@@ -85,8 +102,12 @@ start_postgres() {
 }
 
 start_azurite() {
-  if listening 127.0.0.1 "$BLOB_PORT"; then
-    log "reusing what listens on 127.0.0.1:$BLOB_PORT as Azurite's blob service"
+  if listening "$BLOB_HOST" "$BLOB_PORT"; then
+    log "reusing what listens on $BLOB_HOST:$BLOB_PORT as Azurite's blob service"
+    return 0
+  fi
+  if [[ "$BLOB_HOST" != 127.0.0.1 && "$BLOB_HOST" != localhost ]]; then
+    log "Azurite at $BLOB_HOST:$BLOB_PORT does not answer; this script starts only a local one"
     return 0
   fi
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -106,11 +127,11 @@ start_azurite() {
   AZURITE_DATA="$(mktemp -d "${TMPDIR:-/tmp}/azurebank-azurite.XXXXXX")"
   # node directly, so $! is Azurite's own PID; azure-storage-blob sends an API version newer
   # than Azurite 3.35 knows, hence --skipApiVersionCheck.
-  node "$main" --silent --location "$AZURITE_DATA" --blobHost 127.0.0.1 \
+  node "$main" --silent --location "$AZURITE_DATA" --blobHost "$BLOB_HOST" \
     --blobPort "$BLOB_PORT" --skipApiVersionCheck --disableTelemetry >&2 &
   AZURITE_PID=$!
-  if wait_listening 127.0.0.1 "$BLOB_PORT" 60 "$AZURITE_PID"; then
-    log "started Azurite $AZURITE_VERSION (pid $AZURITE_PID) on 127.0.0.1:$BLOB_PORT"
+  if wait_listening "$BLOB_HOST" "$BLOB_PORT" 60 "$AZURITE_PID"; then
+    log "started Azurite $AZURITE_VERSION (pid $AZURITE_PID) on $BLOB_HOST:$BLOB_PORT"
   else
     log "Azurite did not start"
   fi
