@@ -91,3 +91,51 @@ def test_function_names_are_unique_and_the_timer_is_the_only_other_function(
     names = [f["name"] for f in indexed]
     assert len(names) == len(set(names))
     assert set(names) == {op.name for op in OPERATIONS} | {"notice_relay"}
+
+
+_START_NAMED = textwrap.dedent(
+    """
+    import json, logging
+    from sqlalchemy import Engine, event
+    logging.basicConfig(level=logging.INFO)
+    attempts = []
+    event.listen(Engine, "do_connect", lambda *a: attempts.append("connect"))
+    import function_app
+    import relay_func
+    print(json.dumps({"attempts": attempts, "delivers": relay_func.host.delivers}))
+    """
+)
+
+
+def test_importing_function_app_named_as_the_runner_opens_no_database_connection(
+    tmp_path: Path,
+) -> None:
+    # DESIGN §2: the host's start validates and announces, but the engine waits for the first
+    # tick. SQLAlchemy's hook sees every attempt (psycopg connects through libpq, not Python).
+    pickup = tmp_path / "pickup"
+    pickup.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.replace(":", "__").split("__")[0].lower() not in {"database", "notices"}
+    }
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "Database__Url": "postgresql+psycopg://nobody@127.0.0.1:9/nothing",
+            "Notices__Runner": "Function",
+            "Notices__PickupDirectory": str(pickup),
+            "Notices__Contact": "AzureBank support, +1 555 0100",
+        }
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _START_NAMED],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"attempts": [], "delivers": True}
+    assert "Notice relay: live as function/" in out.stderr
