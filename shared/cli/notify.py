@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import notice_file_name
 from shared.settings import load_settings, require_host
+
+log = logging.getLogger("azurebank.notices.notify")
 
 # ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
 VERB_LEASE_SECONDS = 120
@@ -65,6 +68,7 @@ class NotifyReport:
     lease_lapsed: bool = False
     failed_whole: str | None = None
     held_by_others: tuple[LeaseHolder, ...] = ()
+    released: int = 0  # owed rows this run held at its end and let go of
 
     def ids(self, *statuses: DeliveryStatus) -> list[uuid.UUID]:
         return [i for i, o in self.last.items() if o.status in statuses]
@@ -129,13 +133,25 @@ def drain(
         if summary.lease_lapsed:
             report.lease_lapsed = True
             break
-        if summary.claimed == 0:
+        # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
+        # rows that failed, D2's cap).
+        if summary.claimed == 0 or summary.claimed < sweep.claim.batch_size - summary.renewed:
             break
 
-    with unit_of_work(engine) as session:
-        report.held_by_others = lease_holders(
-            session, clock.now(), live_only=True, excluding=sweep.runner
-        )
+    try:
+        with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+            # Beyond the ADR: the verb is about to exit, so its lease protects nothing any more;
+            # it lets go of the rows it could not deliver, so that "move the file and run again"
+            # (D3's runbook) works at once instead of after two minutes of exit 2 "held by verb/…".
+            report.released = sweep.claim.release(session)
+            session.commit()
+            report.held_by_others = lease_holders(
+                session, clock.now(), live_only=True, excluding=sweep.runner
+            )
+    except Exception as exc:
+        # By type only, as every relay failure (ADR-0048 D4); the lease lapses on its own.
+        log.error("notify could not release its rows or read other holders: %s", type(exc).__name__)
+        report.failed_whole = report.failed_whole or type(exc).__name__
     return report
 
 

@@ -112,6 +112,16 @@ class NoticeClaim:
         )
         return [HeldNotice(*row) for row in rows]
 
+    def release(self, session: Session) -> int:
+        """Give up every owed row this runner holds (a runner that is about to exit), so the next
+        run or another runner may take them at once rather than when the lease lapses."""
+        result = session.execute(
+            update(_NOTICES)
+            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .values(LeasedBy=None, LeasedUntil=None)
+        )
+        return int(cast(CursorResult[Any], result).rowcount)
+
     def mark_delivered(
         self, session: Session, notice_id: uuid.UUID, *, at: datetime, receipt: str
     ) -> bool:

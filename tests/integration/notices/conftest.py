@@ -48,11 +48,14 @@ def pickup(tmp_path: Path) -> Path:
     return directory
 
 
-def add_user(session: Session, email: str | None = None) -> tuple[str, str | None]:
-    """A user row with a unique address (or the one given, which may be None or blank)."""
+FRESH = "fresh address"
+
+
+def add_user(session: Session, email: str | None = FRESH) -> tuple[str, str | None]:
+    """A user row with a unique address, or the Email given (which may be None or blank)."""
     n = next(_tags)
     user_id = str(uuid.uuid4())
-    address = f"subscriber{n}.{user_id[:8]}@example.com" if email is None else email
+    address = f"subscriber{n}.{user_id[:8]}@example.com" if email == FRESH else email
     session.add(
         AspNetUser(
             Id=user_id,

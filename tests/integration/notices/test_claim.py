@@ -1,4 +1,4 @@
-"""ADR-0048 D2: the lease on owed rows, on SQLite and PostgreSQL (`engine` runs each test on both)."""
+"""ADR-0048 D2: the lease on owed rows, on SQLite and PostgreSQL (`engine` runs each on both)."""
 
 from __future__ import annotations
 
