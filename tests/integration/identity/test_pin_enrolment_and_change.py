@@ -25,7 +25,7 @@ from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
 from tests.leak_watch import LeakWatch
-from tests.support import api_client, host_settings, make_user
+from tests.support import api_client, bearer, host_environ, host_settings, make_user
 
 PASSWORD = "a long and honest passphrase 7"
 # Six digits, so a PIN cannot turn up by chance inside a hex trace id or a uuid.
@@ -355,3 +355,24 @@ def test_an_owed_notice_exists_for_every_audited_pin_event_across_the_table(
             .where(AuditEvent.Id.is_(None))
         )
     assert unnamed == 0 and dangling == 0
+
+
+def test_a_host_without_audit_chain_key_answers_503_and_logs_the_key_not_a_value(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    user = make_user(sqlite_url, clock, password=PASSWORD)
+    environ = host_environ(sqlite_url)
+    del environ["Audit__ChainKey"]
+    with api_client(sqlite_url, clock, environ) as client:
+        response = client.post(
+            "/api/pin",
+            json={"password": PASSWORD, "pin": PIN},
+            headers=bearer(host_settings(sqlite_url), clock, user.user_id),
+        )
+    _problem(response, 503, "AUDIT_CHAIN_UNAVAILABLE")
+    assert any("Audit__ChainKey: missing" in r.getMessage() for r in caplog.records)
+    with unit_of_work(get_engine(sqlite_url)) as session:
+        assert (
+            session.scalar(select(AspNetUser.PinHash).where(AspNetUser.Id == user.user_id)) is None
+        )
