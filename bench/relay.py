@@ -204,10 +204,14 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
         null.close()
 
-    print(f"notice relay on PostgreSQL, one runner, local temporary directory ({os.cpu_count()} CPUs)")
+    print(
+        f"notice relay on PostgreSQL, one runner, local temporary directory ({os.cpu_count()} CPUs)"
+    )
     print(f"  floor (create+write+fsync+1 UPDATE): {floor:8.0f} rows/s   ({args.rows} rows)")
     print(f"  relay, batch 100:                    {batch100:8.0f} rows/s   ({args.rows} rows)")
-    print(f"  relay, batch 1:                      {batch1:8.0f} rows/s   ({args.batch1_rows} rows)")
+    print(
+        f"  relay, batch 1:                      {batch1:8.0f} rows/s   ({args.batch1_rows} rows)"
+    )
     print(f"  relay batch 100 / floor:             {batch100 / floor:8.2f}")
     print(f"  relay batch 100 / batch 1:           {batch100 / batch1:8.2f}")
 
