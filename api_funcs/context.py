@@ -4,11 +4,13 @@ one clock, and the engine (built lazily, on the first request that needs it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sqlalchemy import Engine
 
 from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
+from shared.identity.tokens import TokenVerifier
 from shared.settings import Settings
 
 DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
@@ -27,3 +29,7 @@ class AppContext:
     @property
     def engine(self) -> Engine:
         return get_engine(self.url)
+
+    @cached_property
+    def token_verifier(self) -> TokenVerifier:
+        return TokenVerifier(self.settings, self.clock)

@@ -1,0 +1,51 @@
+"""FastAPI dependencies shared by the routers: the host's context, a unit of work, the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api_funcs.context import AppContext
+from shared.db.schema import AspNetUser
+from shared.db.uow import unit_of_work
+from shared.errors import Unauthenticated
+from shared.identity.tokens import InvalidToken
+
+
+def get_context(request: Request) -> AppContext:
+    ctx: AppContext = request.app.state.ctx
+    return ctx
+
+
+Context = Annotated[AppContext, Depends(get_context)]
+
+
+def get_session(ctx: Context) -> Iterator[Session]:
+    """A unit of work for one request; it rolls back unless the handler commits."""
+    with unit_of_work(ctx.engine) as session:
+        yield session
+
+
+def current_user_id(request: Request, ctx: Context) -> str:
+    """The caller, from a verified bearer token only; 401 UNAUTHENTICATED otherwise, with
+    nothing about why beyond what the caller may know. Sync: JWKS fetches block."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
+    try:
+        user_id = ctx.token_verifier.verify(token.strip())
+    except InvalidToken:
+        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
+    with unit_of_work(ctx.engine) as session:
+        exists = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == user_id))
+    if exists is None:
+        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
+    return user_id
+
+
+CurrentUser = Annotated[str, Depends(current_user_id)]
