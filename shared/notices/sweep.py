@@ -182,7 +182,7 @@ class NoticeSweep:
             if on_outcome is not None:
                 on_outcome(outcome)
 
-        if tally.held or tally.others:
+        if tally.held:  # an idle sweep says nothing, every period
             log.info("%s", tally.summary(self.runner).line())
 
 

@@ -270,6 +270,7 @@ def _process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.e2e
 def test_D5_the_azurebank_process_exits_0_then_2_and_78_with_the_documented_lines(
     sqlite_url: str, pickup: Path, tmp_path: Path
 ) -> None:
@@ -299,6 +300,7 @@ def test_D5_the_azurebank_process_exits_0_then_2_and_78_with_the_documented_line
     assert status.returncode == 0 and json.loads(status.stdout)["owed"] == 0
 
 
+@pytest.mark.e2e
 def test_notify_help_names_its_exit_codes() -> None:
     done = _process({}, "notify", "--help")
     assert done.returncode == 0
