@@ -30,13 +30,15 @@ def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route
     # A fresh interpreter: get_functions() may run once per process (FACTS).
     code = textwrap.dedent(
         """
-        import json, function_app
+        import json, os
+        os.environ["Database__Url"] = "sqlite:///unused.db"  # the host refuses to start without
+        import function_app
         out = {}
         for f in function_app.app.get_functions():
-            trigger = next(b for b in json.loads(f.get_function_json())["bindings"]
-                           if b["type"] == "httpTrigger")
-            t = trigger
-            out[f.get_function_name()] = [t["route"], t["methods"], t["authLevel"]]
+            bindings = json.loads(f.get_function_json())["bindings"]
+            for t in bindings:
+                if t["type"] == "httpTrigger":
+                    out[f.get_function_name()] = [t["route"], t["methods"], t["authLevel"]]
         print(json.dumps(out))
         """
     )
