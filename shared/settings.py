@@ -60,6 +60,17 @@ class NoticesSettings(_Section):
     BatchSize: int = Field(100, ge=1, le=1000)
     Schedule: str = "0 */1 * * * *"
 
+    @field_validator("Runner", mode="before")
+    @classmethod
+    def _runner_any_case(cls, value: Any) -> Any:
+        # The .NET configuration binder parses enums case-insensitively; an operator who writes
+        # `function` in the portal means Function, and the two hosts must agree on it.
+        if isinstance(value, str):
+            for runner in NoticeRunner:
+                if value.strip().lower() == runner.value.lower():
+                    return runner
+        return value
+
     @field_validator("PickupDirectory", "PickupContainer", "Contact", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
@@ -282,6 +293,13 @@ def check_host(settings: Settings, host: Host) -> list[str]:
         )
     if host == "function":
         problems += _schedule_problems(n.Schedule)
+    if host in ("function", "api") and not settings.Audit.ChainKey:
+        # DESIGN §4: every host that writes audit rows (PIN enrolment and change, transfers)
+        # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
+        problems.append(
+            "Audit__ChainKey: missing; this host writes audit rows. "
+            f"Fix: {fix_for('Audit__ChainKey')}."
+        )
     delivers = (
         (host == "function" and n.Runner is NoticeRunner.FUNCTION)
         or (host == "api" and n.Runner is NoticeRunner.API)

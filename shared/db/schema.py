@@ -16,18 +16,18 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    LargeBinary,
     MetaData,
-    String,
-    Text,
     UniqueConstraint,
     Uuid,
+    and_,
+    column,
     false,
+    or_,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from shared.db.types import Money, UtcDateTime
+from shared.db.types import Hash32, LongText, Money, Str, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "IX_%(table_name)s_%(column_0_N_name)s",
@@ -75,23 +75,23 @@ class AspNetUser(Base):
 
     __tablename__ = "AspNetUsers"
 
-    Id: Mapped[str] = mapped_column(String(450), primary_key=True)
-    UserName: Mapped[str | None] = mapped_column(String(256))
-    NormalizedUserName: Mapped[str | None] = mapped_column(String(256), unique=True)
-    Email: Mapped[str | None] = mapped_column(String(256))
-    NormalizedEmail: Mapped[str | None] = mapped_column(String(256), index=True)
+    Id: Mapped[str] = mapped_column(Str(450), primary_key=True)
+    UserName: Mapped[str | None] = mapped_column(Str(256))
+    NormalizedUserName: Mapped[str | None] = mapped_column(Str(256), unique=True)
+    Email: Mapped[str | None] = mapped_column(Str(256))
+    NormalizedEmail: Mapped[str | None] = mapped_column(Str(256), index=True)
     EmailConfirmed: Mapped[bool] = mapped_column(Boolean, default=False)
-    PasswordHash: Mapped[str | None] = mapped_column(Text)
-    SecurityStamp: Mapped[str | None] = mapped_column(Text)
-    ConcurrencyStamp: Mapped[str | None] = mapped_column(Text)
-    PhoneNumber: Mapped[str | None] = mapped_column(Text)
+    PasswordHash: Mapped[str | None] = mapped_column(LongText)
+    SecurityStamp: Mapped[str | None] = mapped_column(LongText)
+    ConcurrencyStamp: Mapped[str | None] = mapped_column(LongText)
+    PhoneNumber: Mapped[str | None] = mapped_column(LongText)
     PhoneNumberConfirmed: Mapped[bool] = mapped_column(Boolean, default=False)
     TwoFactorEnabled: Mapped[bool] = mapped_column(Boolean, default=False)
     LockoutEnd: Mapped[datetime | None] = mapped_column(UtcDateTime)
     LockoutEnabled: Mapped[bool] = mapped_column(Boolean, default=True)
     AccessFailedCount: Mapped[int] = mapped_column(Integer, default=0)
-    AzureTag: Mapped[str] = mapped_column(String(64), unique=True)
-    PinHash: Mapped[str | None] = mapped_column(Text)
+    AzureTag: Mapped[str] = mapped_column(Str(64), unique=True)
+    PinHash: Mapped[str | None] = mapped_column(LongText)
     PinAccessFailedCount: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     PinLockoutEnd: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
@@ -101,9 +101,9 @@ class Account(Base):
 
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     UserId: Mapped[str] = mapped_column(ForeignKey("AspNetUsers.Id"), index=True)
-    Name: Mapped[str] = mapped_column(String(100))
+    Name: Mapped[str] = mapped_column(Str(100))
     Balance: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
-    Currency: Mapped[str] = mapped_column(String(3), default="EUR")
+    Currency: Mapped[str] = mapped_column(Str(3), default="EUR")
     IsDeleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     CreatedAt: Mapped[datetime] = mapped_column(UtcDateTime)
     # The concurrency token: every balance write is `… WHERE Version = :seen` and bumps it.
@@ -122,10 +122,10 @@ class Transaction(Base):
 
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     AccountId: Mapped[uuid.UUID] = mapped_column(ForeignKey("Accounts.Id"))
-    Type: Mapped[str] = mapped_column(String(16))
+    Type: Mapped[str] = mapped_column(Str(16))
     Amount: Mapped[Decimal] = mapped_column(Money)
-    Status: Mapped[str] = mapped_column(String(16))
-    RecipientAzureTag: Mapped[str | None] = mapped_column(String(64))
+    Status: Mapped[str] = mapped_column(Str(16))
+    RecipientAzureTag: Mapped[str | None] = mapped_column(Str(64))
     CounterpartyAccountId: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     CreatedAt: Mapped[datetime] = mapped_column(UtcDateTime)
 
@@ -138,9 +138,9 @@ class TransferAuthorization(Base):
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     UserId: Mapped[str] = mapped_column(ForeignKey("AspNetUsers.Id"), index=True)
     AccountId: Mapped[uuid.UUID] = mapped_column(ForeignKey("Accounts.Id"))
-    RecipientAzureTag: Mapped[str] = mapped_column(String(64))
+    RecipientAzureTag: Mapped[str] = mapped_column(Str(64))
     Amount: Mapped[Decimal] = mapped_column(Money)
-    Status: Mapped[str] = mapped_column(String(16))
+    Status: Mapped[str] = mapped_column(Str(16))
     CreatedAt: Mapped[datetime] = mapped_column(UtcDateTime)
     ExpiresAt: Mapped[datetime] = mapped_column(UtcDateTime)
     SpentAt: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -157,12 +157,12 @@ class AuditEvent(Base):
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     Sequence: Mapped[int] = mapped_column(BigInteger, unique=True)
     PayloadVersion: Mapped[int] = mapped_column(Integer)
-    ActorUserId: Mapped[str | None] = mapped_column(String(450))
-    Event: Mapped[str] = mapped_column(String(64))
+    ActorUserId: Mapped[str | None] = mapped_column(Str(450))
+    Event: Mapped[str] = mapped_column(Str(64))
     OccurredAt: Mapped[datetime] = mapped_column(UtcDateTime)
-    Details: Mapped[str | None] = mapped_column(Text)
-    PreviousHash: Mapped[bytes] = mapped_column(LargeBinary(32))
-    RowHash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    Details: Mapped[str | None] = mapped_column(LongText)
+    PreviousHash: Mapped[bytes] = mapped_column(Hash32)
+    RowHash: Mapped[bytes] = mapped_column(Hash32)
 
 
 class AuditChainTail(Base):
@@ -173,7 +173,7 @@ class AuditChainTail(Base):
 
     Id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     LastSequence: Mapped[int] = mapped_column(BigInteger)
-    LastHash: Mapped[bytes] = mapped_column(LargeBinary(32))
+    LastHash: Mapped[bytes] = mapped_column(Hash32)
 
 
 class SubscriberNotice(Base):
@@ -182,9 +182,12 @@ class SubscriberNotice(Base):
     __tablename__ = "SubscriberNotices"
     __table_args__ = (
         # ADR-0048 D2: the two lease columns are set together or not at all.
+        # Built from column expressions so each dialect quotes the names its own way.
         CheckConstraint(
-            '("LeasedUntil" IS NULL AND "LeasedBy" IS NULL) OR '
-            '("LeasedUntil" IS NOT NULL AND "LeasedBy" IS NOT NULL)',
+            or_(
+                and_(column("LeasedUntil").is_(None), column("LeasedBy").is_(None)),
+                and_(column("LeasedUntil").is_not(None), column("LeasedBy").is_not(None)),
+            ),
             name="Lease",
         ),
         # The claim reads the oldest owed rows; a filtered index keeps it off delivered history.
@@ -203,12 +206,12 @@ class SubscriberNotice(Base):
     UserId: Mapped[str] = mapped_column(
         ForeignKey("AspNetUsers.Id", ondelete="CASCADE"), index=True
     )
-    Kind: Mapped[str] = mapped_column(String(32))
+    Kind: Mapped[str] = mapped_column(Str(32))
     CreatedAt: Mapped[datetime] = mapped_column(UtcDateTime)
     DeliveredAt: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    DeliveryReceipt: Mapped[str | None] = mapped_column(String(400))
+    DeliveryReceipt: Mapped[str | None] = mapped_column(Str(400))
     LeasedUntil: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    LeasedBy: Mapped[str | None] = mapped_column(String(200))
+    LeasedBy: Mapped[str | None] = mapped_column(Str(200))
     # ADR-0052 D2: a plain column, deliberately no foreign key.
     AuditEventId: Mapped[uuid.UUID | None] = mapped_column(Uuid)
 
@@ -220,12 +223,12 @@ class IdempotencyRecord(Base):
     __table_args__ = (UniqueConstraint("UserId", "Operation", "Key"),)
 
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
-    UserId: Mapped[str] = mapped_column(String(450))
-    Operation: Mapped[str] = mapped_column(String(64))
-    Key: Mapped[str] = mapped_column(String(255))
-    RequestHash: Mapped[str] = mapped_column(String(64))
-    State: Mapped[str] = mapped_column(String(16))
+    UserId: Mapped[str] = mapped_column(Str(450))
+    Operation: Mapped[str] = mapped_column(Str(64))
+    Key: Mapped[str] = mapped_column(Str(255))
+    RequestHash: Mapped[str] = mapped_column(Str(64))
+    State: Mapped[str] = mapped_column(Str(16))
     ResponseStatus: Mapped[int | None] = mapped_column(Integer)
-    ResponseBody: Mapped[str | None] = mapped_column(Text)
+    ResponseBody: Mapped[str | None] = mapped_column(LongText)
     CreatedAt: Mapped[datetime] = mapped_column(UtcDateTime)
     CompletedAt: Mapped[datetime | None] = mapped_column(UtcDateTime)

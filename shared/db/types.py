@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Numeric
+from sqlalchemy import BigInteger, DateTime, LargeBinary, Numeric, Text, Unicode
+from sqlalchemy.dialects import mssql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -41,12 +42,30 @@ class Money(TypeDecorator[Decimal]):
         return Decimal(value).quantize(Decimal("0.0001"))
 
 
+def Str(length: int) -> Unicode:
+    """EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere."""
+    return Unicode(length)
+
+
+# EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated NTEXT,
+# TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline DDL).
+LongText = Text().with_variant(mssql.NVARCHAR(), "mssql")
+Hash32 = LargeBinary(32).with_variant(mssql.VARBINARY(32), "mssql")
+
+
 class UtcDateTime(TypeDecorator[datetime]):
     """A UTC instant stored without a zone (EF's `datetime2`), handed back timezone-aware.
     A naive value is refused on the way in: it is always a bug here."""
 
     impl = DateTime(timezone=False)
     cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        # SQL Server's DATETIME rounds to 1/300 s; the audit chain hashes the instant it wrote,
+        # so anything but DATETIME2 would make every RowHash fail on read-back.
+        if dialect.name == "mssql":
+            return dialect.type_descriptor(mssql.DATETIME2(precision=7))
+        return dialect.type_descriptor(DateTime(timezone=False))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:

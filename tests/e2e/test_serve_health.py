@@ -32,6 +32,7 @@ def _env(database_url: str) -> dict[str, str]:
     }
     env["PYTHONPATH"] = str(ROOT)
     env["Database__Url"] = database_url
+    env["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
     return env
 
 

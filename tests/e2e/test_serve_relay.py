@@ -61,6 +61,7 @@ def serving(db_url: str, pickup: Path, log: Path) -> Iterator[subprocess.Popen[b
         {
             "PYTHONPATH": str(REPO),
             "Database__Url": db_url,
+            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
             "Notices__Runner": "Api",
             "Notices__PeriodSeconds": "1",
             "Notices__LeaseSeconds": "3",

@@ -83,6 +83,7 @@ def _run_host(environ: dict[str, str], steps: list[dict[str, Any]]) -> dict[str,
 def _environ(db_url: str, pickup: Path, runner: str) -> dict[str, str]:
     return {
         "Database__Url": db_url,
+        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": CONTACT,

@@ -36,6 +36,7 @@ def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, S
     settings = load_settings(
         {
             "Database__Url": db_url,
+            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
             "Notices__Runner": "Function",
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": CONTACT,

@@ -32,6 +32,7 @@ def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
     return load_settings(
         {
             "Database__Url": db_url,
+            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
             "Notices__Runner": runner,
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": CONTACT,

@@ -33,6 +33,7 @@ def indexed() -> dict[str, Any]:
         f"""
         import json, os, socket
         os.environ["Database__Url"] = "postgresql+psycopg://nobody@127.0.0.1:{port}/nothing"
+        os.environ["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
         attempts = []
         real = socket.socket.connect
         def watch(self, address):

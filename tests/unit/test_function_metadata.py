@@ -44,6 +44,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     env["PYTHONPATH"] = str(REPO)
     # The Functions host refuses to start without a database URL; nothing connects to it.
     env["Database__Url"] = f"sqlite:///{tmp_path_factory.mktemp('idx') / 'never-opened.db'}"
+    env["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
     out = subprocess.run(
         [sys.executable, "-c", _INDEX],
         cwd=REPO,
@@ -123,6 +124,7 @@ def test_importing_function_app_named_as_the_runner_opens_no_database_connection
         {
             "PYTHONPATH": str(REPO),
             "Database__Url": "postgresql+psycopg://nobody@127.0.0.1:9/nothing",
+            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
             "Notices__Runner": "Function",
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": "AzureBank support, +1 555 0100",

@@ -30,6 +30,7 @@ def _settings(tmp_path: Path, runner: str = "Function", **extra: str) -> Setting
     pickup.mkdir(exist_ok=True)
     env = {
         "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing",
+        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": "AzureBank support, +1 555 0100",
@@ -126,7 +127,11 @@ def test_adr_0051_d4_not_named_every_tick_returns_at_once(
 
 def test_adr_0051_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
     settings = load_settings(
-        {"Database__Url": "sqlite:///unused.db", "Notices__Runner": "Function"}
+        {
+            "Database__Url": "sqlite:///unused.db",
+            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+            "Notices__Runner": "Function",
+        }
     )
     with pytest.raises(SettingsError) as refused:
         FunctionRelayHost(settings)

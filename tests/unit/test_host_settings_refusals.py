@@ -122,6 +122,8 @@ CASES = (
     ),
     # ADR-0051 D3: only the Function host asks about the schedule and insists on a database.
     Case("no-database", "Database__Url", ("function",), drop=("Database__Url",)),
+    # DESIGN §4: the hosts that write audit rows (PIN, transfers) refuse to start without the key.
+    Case("no-audit-chain-key", "Audit__ChainKey", ("function", "serve"), drop=("Audit__ChainKey",)),
     Case(
         "schedule-five-fields",
         "Notices__Schedule",
@@ -166,7 +168,10 @@ PARAMS = [pytest.param(case, host, id=f"{host}-{case.id}") for case in CASES for
 
 
 def _environment(tmp: Path, case: Case, host: str) -> dict[str, str]:
-    env = {"Database__Url": f"sqlite:///{tmp / 'never-opened.db'}"}
+    env = {
+        "Database__Url": f"sqlite:///{tmp / 'never-opened.db'}",
+        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+    }
     env.update(case.env(tmp, NAMES[host]))
     for key in case.drop:
         env.pop(key, None)
@@ -263,7 +268,10 @@ def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_
 def test_adr_0051_d3_each_host_asks_only_about_itself(
     host: str, env: dict[str, str], tmp_path: Path
 ) -> None:
-    settings_env = {"Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}"}
+    settings_env = {
+        "Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}",
+        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+    }
     settings_env.update({k: v for k, v in env.items() if k != "dir"})
     if "dir" in env:
         settings_env["Notices__PickupDirectory"] = _pickup(tmp_path)

@@ -32,6 +32,7 @@ def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route
         """
         import json, os
         os.environ["Database__Url"] = "sqlite:///unused.db"  # the host refuses to start without
+        os.environ["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
         import function_app
         out = {}
         for f in function_app.app.get_functions():

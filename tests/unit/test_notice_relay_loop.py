@@ -34,6 +34,7 @@ def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
     pickup.mkdir(exist_ok=True)
     env = {
         "Database__Url": f"sqlite:///{tmp_path / 'unused.db'}",
+        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": "AzureBank support, +1 555 0100",

@@ -161,3 +161,12 @@ def test_any_batch_size_outside_1_to_1000_is_refused_naming_the_key(size: int) -
 @given(st.integers(min_value=1, max_value=1000))
 def test_any_batch_size_from_1_to_1000_is_accepted(size: int) -> None:
     assert load_settings({"Notices__BatchSize": str(size)}).Notices.BatchSize == size
+
+
+@pytest.mark.parametrize(
+    ("spelled", "meant"), [("function", "Function"), ("API", "Api"), (" none ", "None")]
+)
+def test_notices_runner_is_read_in_any_case_as_the_dotnet_binder_reads_enums(
+    spelled: str, meant: str
+) -> None:
+    assert load_settings({"Notices__Runner": spelled}).Notices.Runner.value == meant

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mssql
 
 revision = "0001"
 down_revision = None
@@ -19,25 +20,37 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "AspNetUsers",
-        sa.Column("Id", sa.String(length=450), nullable=False),
-        sa.Column("UserName", sa.String(length=256), nullable=True),
-        sa.Column("NormalizedUserName", sa.String(length=256), nullable=True),
-        sa.Column("Email", sa.String(length=256), nullable=True),
-        sa.Column("NormalizedEmail", sa.String(length=256), nullable=True),
+        sa.Column("Id", sa.Unicode(length=450), nullable=False),
+        sa.Column("UserName", sa.Unicode(length=256), nullable=True),
+        sa.Column("NormalizedUserName", sa.Unicode(length=256), nullable=True),
+        sa.Column("Email", sa.Unicode(length=256), nullable=True),
+        sa.Column("NormalizedEmail", sa.Unicode(length=256), nullable=True),
         sa.Column("EmailConfirmed", sa.Boolean(), nullable=False),
-        sa.Column("PasswordHash", sa.Text(), nullable=True),
-        sa.Column("SecurityStamp", sa.Text(), nullable=True),
-        sa.Column("ConcurrencyStamp", sa.Text(), nullable=True),
-        sa.Column("PhoneNumber", sa.Text(), nullable=True),
+        sa.Column("PasswordHash", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
+        sa.Column(
+            "SecurityStamp", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True
+        ),
+        sa.Column(
+            "ConcurrencyStamp", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True
+        ),
+        sa.Column("PhoneNumber", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
         sa.Column("PhoneNumberConfirmed", sa.Boolean(), nullable=False),
         sa.Column("TwoFactorEnabled", sa.Boolean(), nullable=False),
-        sa.Column("LockoutEnd", sa.DateTime(), nullable=True),
+        sa.Column(
+            "LockoutEnd",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
         sa.Column("LockoutEnabled", sa.Boolean(), nullable=False),
         sa.Column("AccessFailedCount", sa.Integer(), nullable=False),
-        sa.Column("AzureTag", sa.String(length=64), nullable=False),
-        sa.Column("PinHash", sa.Text(), nullable=True),
+        sa.Column("AzureTag", sa.Unicode(length=64), nullable=False),
+        sa.Column("PinHash", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
         sa.Column("PinAccessFailedCount", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("PinLockoutEnd", sa.DateTime(), nullable=True),
+        sa.Column(
+            "PinLockoutEnd",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AspNetUsers")),
         sa.UniqueConstraint("AzureTag", name=op.f("UQ_AspNetUsers_AzureTag")),
         sa.UniqueConstraint("NormalizedUserName", name=op.f("UQ_AspNetUsers_NormalizedUserName")),
@@ -51,7 +64,11 @@ def upgrade() -> None:
         "AuditChainTail",
         sa.Column("Id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("LastSequence", sa.BigInteger(), nullable=False),
-        sa.Column("LastHash", sa.LargeBinary(length=32), nullable=False),
+        sa.Column(
+            "LastHash",
+            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
+            nullable=False,
+        ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditChainTail")),
     )
     # The tail row every append locks (shared/audit/tail_sql.py): it exists before the first
@@ -69,12 +86,24 @@ def upgrade() -> None:
         sa.Column("Id", sa.Uuid(), nullable=False),
         sa.Column("Sequence", sa.BigInteger(), nullable=False),
         sa.Column("PayloadVersion", sa.Integer(), nullable=False),
-        sa.Column("ActorUserId", sa.String(length=450), nullable=True),
-        sa.Column("Event", sa.String(length=64), nullable=False),
-        sa.Column("OccurredAt", sa.DateTime(), nullable=False),
-        sa.Column("Details", sa.Text(), nullable=True),
-        sa.Column("PreviousHash", sa.LargeBinary(length=32), nullable=False),
-        sa.Column("RowHash", sa.LargeBinary(length=32), nullable=False),
+        sa.Column("ActorUserId", sa.Unicode(length=450), nullable=True),
+        sa.Column("Event", sa.Unicode(length=64), nullable=False),
+        sa.Column(
+            "OccurredAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
+        sa.Column("Details", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
+        sa.Column(
+            "PreviousHash",
+            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "RowHash",
+            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
+            nullable=False,
+        ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditEvents")),
         sa.UniqueConstraint("Sequence", name=op.f("UQ_AuditEvents_Sequence")),
     )
@@ -86,15 +115,23 @@ def upgrade() -> None:
     op.create_table(
         "IdempotencyRecords",
         sa.Column("Id", sa.Uuid(), nullable=False),
-        sa.Column("UserId", sa.String(length=450), nullable=False),
-        sa.Column("Operation", sa.String(length=64), nullable=False),
-        sa.Column("Key", sa.String(length=255), nullable=False),
-        sa.Column("RequestHash", sa.String(length=64), nullable=False),
-        sa.Column("State", sa.String(length=16), nullable=False),
+        sa.Column("UserId", sa.Unicode(length=450), nullable=False),
+        sa.Column("Operation", sa.Unicode(length=64), nullable=False),
+        sa.Column("Key", sa.Unicode(length=255), nullable=False),
+        sa.Column("RequestHash", sa.Unicode(length=64), nullable=False),
+        sa.Column("State", sa.Unicode(length=16), nullable=False),
         sa.Column("ResponseStatus", sa.Integer(), nullable=True),
-        sa.Column("ResponseBody", sa.Text(), nullable=True),
-        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
-        sa.Column("CompletedAt", sa.DateTime(), nullable=True),
+        sa.Column("ResponseBody", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
+        sa.Column(
+            "CreatedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "CompletedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_IdempotencyRecords")),
         sa.UniqueConstraint(
             "UserId", "Operation", "Key", name=op.f("UQ_IdempotencyRecords_UserId_Operation_Key")
@@ -103,16 +140,20 @@ def upgrade() -> None:
     op.create_table(
         "Accounts",
         sa.Column("Id", sa.Uuid(), nullable=False),
-        sa.Column("UserId", sa.String(length=450), nullable=False),
-        sa.Column("Name", sa.String(length=100), nullable=False),
+        sa.Column("UserId", sa.Unicode(length=450), nullable=False),
+        sa.Column("Name", sa.Unicode(length=100), nullable=False),
         sa.Column(
             "Balance",
             sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
             nullable=False,
         ),
-        sa.Column("Currency", sa.String(length=3), nullable=False),
+        sa.Column("Currency", sa.Unicode(length=3), nullable=False),
         sa.Column("IsDeleted", sa.Boolean(), server_default=sa.false(), nullable=False),
-        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column(
+            "CreatedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
         sa.Column("Version", sa.Integer(), server_default="1", nullable=False),
         sa.ForeignKeyConstraint(
             ["UserId"], ["AspNetUsers.Id"], name=op.f("FK_Accounts_AspNetUsers_UserId")
@@ -125,16 +166,33 @@ def upgrade() -> None:
     op.create_table(
         "SubscriberNotices",
         sa.Column("Id", sa.Uuid(), nullable=False),
-        sa.Column("UserId", sa.String(length=450), nullable=False),
-        sa.Column("Kind", sa.String(length=32), nullable=False),
-        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
-        sa.Column("DeliveredAt", sa.DateTime(), nullable=True),
-        sa.Column("DeliveryReceipt", sa.String(length=400), nullable=True),
-        sa.Column("LeasedUntil", sa.DateTime(), nullable=True),
-        sa.Column("LeasedBy", sa.String(length=200), nullable=True),
+        sa.Column("UserId", sa.Unicode(length=450), nullable=False),
+        sa.Column("Kind", sa.Unicode(length=32), nullable=False),
+        sa.Column(
+            "CreatedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "DeliveredAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
+        sa.Column("DeliveryReceipt", sa.Unicode(length=400), nullable=True),
+        sa.Column(
+            "LeasedUntil",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
+        sa.Column("LeasedBy", sa.Unicode(length=200), nullable=True),
         sa.Column("AuditEventId", sa.Uuid(), nullable=True),
+        # ADR-0048 D2: both lease columns or neither; column expressions so each dialect
+        # quotes the names its own way (SQL Server needs no QUOTED_IDENTIFIER for it).
         sa.CheckConstraint(
-            '("LeasedUntil" IS NULL AND "LeasedBy" IS NULL) OR ("LeasedUntil" IS NOT NULL AND "LeasedBy" IS NOT NULL)',
+            sa.or_(
+                sa.and_(sa.column("LeasedUntil").is_(None), sa.column("LeasedBy").is_(None)),
+                sa.and_(sa.column("LeasedUntil").is_not(None), sa.column("LeasedBy").is_not(None)),
+            ),
             name=op.f("CK_SubscriberNotices_Lease"),
         ),
         sa.ForeignKeyConstraint(
@@ -162,16 +220,20 @@ def upgrade() -> None:
         "Transactions",
         sa.Column("Id", sa.Uuid(), nullable=False),
         sa.Column("AccountId", sa.Uuid(), nullable=False),
-        sa.Column("Type", sa.String(length=16), nullable=False),
+        sa.Column("Type", sa.Unicode(length=16), nullable=False),
         sa.Column(
             "Amount",
             sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
             nullable=False,
         ),
-        sa.Column("Status", sa.String(length=16), nullable=False),
-        sa.Column("RecipientAzureTag", sa.String(length=64), nullable=True),
+        sa.Column("Status", sa.Unicode(length=16), nullable=False),
+        sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=True),
         sa.Column("CounterpartyAccountId", sa.Uuid(), nullable=True),
-        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
+        sa.Column(
+            "CreatedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
         sa.ForeignKeyConstraint(
             ["AccountId"], ["Accounts.Id"], name=op.f("FK_Transactions_Accounts_AccountId")
         ),
@@ -187,18 +249,30 @@ def upgrade() -> None:
     op.create_table(
         "TransferAuthorizations",
         sa.Column("Id", sa.Uuid(), nullable=False),
-        sa.Column("UserId", sa.String(length=450), nullable=False),
+        sa.Column("UserId", sa.Unicode(length=450), nullable=False),
         sa.Column("AccountId", sa.Uuid(), nullable=False),
-        sa.Column("RecipientAzureTag", sa.String(length=64), nullable=False),
+        sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=False),
         sa.Column(
             "Amount",
             sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
             nullable=False,
         ),
-        sa.Column("Status", sa.String(length=16), nullable=False),
-        sa.Column("CreatedAt", sa.DateTime(), nullable=False),
-        sa.Column("ExpiresAt", sa.DateTime(), nullable=False),
-        sa.Column("SpentAt", sa.DateTime(), nullable=True),
+        sa.Column("Status", sa.Unicode(length=16), nullable=False),
+        sa.Column(
+            "CreatedAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "ExpiresAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=False,
+        ),
+        sa.Column(
+            "SpentAt",
+            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
+            nullable=True,
+        ),
         sa.Column("TransactionId", sa.Uuid(), nullable=True),
         sa.ForeignKeyConstraint(
             ["AccountId"],
