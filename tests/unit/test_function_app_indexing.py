@@ -27,7 +27,7 @@ def _closed_port() -> int:
 @pytest.fixture(scope="module")
 def indexed() -> dict[str, Any]:
     """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
-    process (FACTS), and socket.connect is watched from before the import."""
+    process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
     port = _closed_port()
     code = textwrap.dedent(
         f"""
@@ -40,7 +40,13 @@ def indexed() -> dict[str, Any]:
             attempts.append(repr(address))
             return real(self, address)
         socket.socket.connect = watch
+        # psycopg connects through libpq, which no Python socket sees: watch SQLAlchemy too.
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        event.listen(Engine, "engine_connect", lambda conn: attempts.append("engine_connect"))
         import function_app
+        from shared.db import engine as engines
+        attempts.extend(f"engine built for {{u}}" for u in engines._engines)
         fns = {{f.get_function_name(): json.loads(f.get_function_json())
                for f in function_app.app.get_functions()}}
         print(json.dumps({{"attempts": attempts, "functions": fns}}))
