@@ -54,6 +54,16 @@ def upgrade() -> None:
         sa.Column("LastHash", sa.LargeBinary(length=32), nullable=False),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditChainTail")),
     )
+    # The tail row every append locks (shared/audit/tail_sql.py): it exists before the first
+    # append, so concurrent first appends never race to create it. Genesis: Sequence 0, zero hash.
+    # A binary literal per dialect, so the offline script (`--sql`) renders it too.
+    genesis = {
+        "postgresql": "'\\x" + "00" * 32 + "'::bytea",
+        "mssql": "0x" + "00" * 32,
+        "sqlite": "X'" + "00" * 32 + "'",
+    }[op.get_context().dialect.name]
+    insert_tail = 'INSERT INTO "AuditChainTail" ("Id", "LastSequence", "LastHash") VALUES (1, 0, '
+    op.execute(insert_tail + genesis + ")")  # constants only: no input reaches this text
     op.create_table(
         "AuditEvents",
         sa.Column("Id", sa.Uuid(), nullable=False),

@@ -1,0 +1,240 @@
+"""AuditChain: the HMAC-SHA256 chain over `AuditEvents` (DESIGN §7, ADR-0052 D4/D5, ADR-0044).
+
+Each row's `RowHash` is HMAC-SHA256 under `Audit__ChainKey` over an explicit, versioned field
+list whose element three is the row's `Id` (D4: re-keying a row breaks its hash) and whose last
+element is the previous row's `RowHash` (the chain). `Sequence` is contiguous from 1.
+
+Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transaction that appends
+takes the tail (`append`, or `lock_tail` first when it must read the tail before other writes)
+BEFORE it touches any other row it will write, so two audited transactions never wait on each
+other's rows while holding the tail.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import struct
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from shared.audit import tail_sql
+from shared.audit.ids import uuid7
+from shared.db.schema import AuditChainTail, AuditEvent
+from shared.errors import Fault
+from shared.settings import Settings, SettingsError, fix_for
+
+# ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever.
+CURRENT_PAYLOAD_VERSION = 1
+PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {
+    1: (
+        "PayloadVersion",
+        "Sequence",
+        "Id",  # ADR-0052 D4: element three
+        "ActorUserId",
+        "Event",
+        "OccurredAt",
+        "Details",
+        "PreviousHash",
+    ),
+}
+# The first row chains onto this.
+GENESIS_HASH = bytes(32)
+
+
+class AuditChainUnavailable(Fault):
+    """The tail row is missing: the database was not migrated by `azurebank db upgrade`."""
+
+    error_code = "AUDIT_CHAIN_UNAVAILABLE"
+    title = "The audit log is unavailable."
+
+
+@dataclass(frozen=True)
+class ChainTail:
+    """The last appended row, as the tail row records it."""
+
+    sequence: int
+    row_hash: bytes
+
+
+def render_details(details: Mapping[str, object] | None) -> str | None:
+    """Details as stored (and hashed): canonical JSON, keys sorted; figures as their text."""
+    if details is None:
+        return None
+    return json.dumps(dict(details), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _render_instant(instant: datetime) -> str:
+    if instant.tzinfo is None:
+        raise ValueError("OccurredAt must be timezone-aware")
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _field(value: str | bytes | None) -> bytes:
+    # Length-prefixed, with a distinct null marker: no two field lists render alike.
+    if value is None:
+        return b"\x00"
+    raw = value.encode("utf-8") if isinstance(value, str) else value
+    return b"\x01" + struct.pack(">I", len(raw)) + raw
+
+
+def render_payload(
+    *,
+    payload_version: int,
+    sequence: int,
+    id: uuid.UUID,
+    actor_user_id: str | None,
+    event: str,
+    occurred_at: datetime,
+    details: str | None,
+    previous_hash: bytes,
+) -> bytes:
+    """The bytes the HMAC covers, one arm per PayloadVersion."""
+    if payload_version == 1:
+        values: tuple[str | bytes | None, ...] = (
+            "1",
+            str(sequence),
+            str(id),
+            actor_user_id,
+            event,
+            _render_instant(occurred_at),
+            details,
+            previous_hash,
+        )
+        assert len(values) == len(PAYLOAD_FIELDS[1])
+        return b"".join(_field(v) for v in values)
+    raise ValueError(f"unknown audit PayloadVersion {payload_version}")
+
+
+class AuditChain:
+    """Appends audit rows onto the chain and recomputes their hashes; holds `Audit__ChainKey`."""
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) < 32:
+            raise ValueError("the audit chain key must be at least 32 bytes")
+        self._key = key
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AuditChain:
+        """The chain under `Audit__ChainKey`; SettingsError naming the key when it is unset."""
+        raw = settings.Audit.ChainKey
+        if not raw:
+            raise SettingsError(
+                [
+                    "Audit__ChainKey: missing; this host writes or verifies audit rows. "
+                    f"Fix: {fix_for('Audit__ChainKey')}."
+                ]
+            )
+        return cls(base64.b64decode(raw, validate=True))
+
+    def compute_row_hash(
+        self,
+        *,
+        payload_version: int,
+        sequence: int,
+        id: uuid.UUID,
+        actor_user_id: str | None,
+        event: str,
+        occurred_at: datetime,
+        details: str | None,
+        previous_hash: bytes,
+    ) -> bytes:
+        """HMAC-SHA256 under the chain key over the versioned field list (ADR-0052 D1, D4)."""
+        payload = render_payload(
+            payload_version=payload_version,
+            sequence=sequence,
+            id=id,
+            actor_user_id=actor_user_id,
+            event=event,
+            occurred_at=occurred_at,
+            details=details,
+            previous_hash=previous_hash,
+        )
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def hash_of(self, row: AuditEvent) -> bytes:
+        """The RowHash `row` should carry, from its stored fields."""
+        return self.compute_row_hash(
+            payload_version=row.PayloadVersion,
+            sequence=row.Sequence,
+            id=row.Id,
+            actor_user_id=row.ActorUserId,
+            event=row.Event,
+            occurred_at=row.OccurredAt,
+            details=row.Details,
+            previous_hash=row.PreviousHash,
+        )
+
+    def lock_tail(self, session: Session) -> ChainTail:
+        """Take the chain's tail lock (held to commit) and read the tail under it.
+
+        Call it, or `append`, before writing any other row in the same transaction (lock order:
+        application lock → tail → rows)."""
+        dialect = session.get_bind().dialect.name
+        if dialect == "postgresql":
+            row = session.execute(tail_sql.postgresql_tail_lock()).first()
+        elif dialect == "mssql":
+            row = session.execute(tail_sql.mssql_tail_lock()).first()
+        elif dialect == "sqlite":
+            session.execute(tail_sql.sqlite_writer_lock())
+            row = session.execute(tail_sql.sqlite_tail_read()).first()
+        else:
+            raise ValueError(f"unsupported dialect {dialect!r}")
+        if row is None:
+            raise AuditChainUnavailable
+        return ChainTail(int(row[0]), bytes(row[1]))
+
+    def append(
+        self,
+        session: Session,
+        *,
+        actor_user_id: str | None,
+        event: str,
+        occurred_at: datetime,
+        details: Mapping[str, object] | None = None,
+    ) -> uuid.UUID:
+        """Append one row and return the Id it minted (ADR-0052 D5), so the caller's notice can
+        name it in the same unit of work. Takes the tail lock first; does not commit."""
+        # ADR-0052 D5: the Id exists before the save; Sequence and RowHash are assigned under
+        # the tail lock, which is what makes them contiguous and unforked.
+        row_id = uuid7(occurred_at)
+        tail = self.lock_tail(session)
+        rendered = render_details(details)
+        sequence = tail.sequence + 1
+        row_hash = self.compute_row_hash(
+            payload_version=CURRENT_PAYLOAD_VERSION,
+            sequence=sequence,
+            id=row_id,
+            actor_user_id=actor_user_id,
+            event=event,
+            occurred_at=occurred_at,
+            details=rendered,
+            previous_hash=tail.row_hash,
+        )
+        session.add(
+            AuditEvent(
+                Id=row_id,
+                Sequence=sequence,
+                PayloadVersion=CURRENT_PAYLOAD_VERSION,
+                ActorUserId=actor_user_id,
+                Event=event,
+                OccurredAt=occurred_at,
+                Details=rendered,
+                PreviousHash=tail.row_hash,
+                RowHash=row_hash,
+            )
+        )
+        session.execute(
+            update(AuditChainTail)
+            .where(AuditChainTail.Id == tail_sql.TAIL_ID)
+            .values(LastSequence=sequence, LastHash=row_hash)
+        )
+        session.flush()
+        return row_id

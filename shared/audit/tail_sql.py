@@ -1,0 +1,53 @@
+"""The chain's tail lock, the one place its dialect-specific SQL lives (DESIGN §3, STYLE 3).
+
+The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
+locks it first, so concurrent appends serialise on it and each chains onto the last committed
+row: the chain never forks. One function per dialect; `tail_lock_statement` picks by name.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Select, Update, select, update
+
+from shared.db.schema import AuditChainTail
+
+TAIL_ID = 1
+_tail = AuditChainTail.__table__
+
+
+def _plain_read() -> Select[int, bytes]:
+    return select(AuditChainTail.LastSequence, AuditChainTail.LastHash).where(
+        AuditChainTail.Id == TAIL_ID
+    )
+
+
+def postgresql_tail_lock() -> Select[int, bytes]:
+    # Row lock held to commit; a waiter re-reads the committed row once it is granted
+    # (READ COMMITTED re-evaluates FOR UPDATE against the newest version).
+    return _plain_read().with_for_update()
+
+
+def mssql_tail_lock() -> Select[int, bytes]:
+    # SQLAlchemy drops with_for_update on mssql silently (FACTS); the hint is the lock.
+    # UPDLOCK is held to the end of the transaction; ROWLOCK keeps it to the one row.
+    return _plain_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
+
+
+def sqlite_writer_lock() -> Update:
+    """SQLite has no row locks: its one writer lock is the tail lock. A no-op write takes it
+    (waiting up to the busy timeout) before the tail is read, so the read that follows cannot
+    be stale; under `BEGIN IMMEDIATE` it is already held and this costs nothing."""
+    return (
+        update(AuditChainTail)
+        .where(AuditChainTail.Id == TAIL_ID)
+        .values(LastSequence=AuditChainTail.LastSequence)
+    )
+
+
+def sqlite_tail_read() -> Select[int, bytes]:
+    return _plain_read()
+
+
+def tail_unlocked_read() -> Select[int, bytes]:
+    """The tail without a lock: for `audit verify`, which only reads."""
+    return _plain_read()

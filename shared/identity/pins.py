@@ -1,0 +1,165 @@
+"""The step-up PIN check (DESIGN §7; the mint of ADR-0042 and `PUT /api/pin` of ADR-0047 call it).
+
+Rungs, in order (DESIGN §5):
+  422 PIN_REQUIRED  the request carries no PIN (absent, empty or only spaces), or the caller has
+                    no PIN enrolled. Nothing is read for the first and nothing is counted for
+                    either: it reveals only the caller's own state (ADR-0049 D4).
+  429 PIN_LOCKED    `PinLockoutEnd` is in the future; `Retry-After` is the whole seconds until it.
+                    No verification is attempted while locked.
+  401 INVALID_PIN   the PIN did not verify; the attempt stays counted.
+
+Counting (PSD2 RTS Art. 4, `Pin__MaxFailedAttempts`): an attempt is RESERVED before the hash is
+checked, by one conditional UPDATE that adds one to `PinAccessFailedCount` only while it is below
+the limit (and, at the limit, sets `PinLockoutEnd` in the same statement), committed in its own
+unit of work. So:
+  - a failed attempt is durable even though the request fails (the request's own transaction
+    rolls back; the count must not), and a crash mid-verification leaves the attempt counted;
+  - N concurrent guesses can make at most `limit − count` reservations, because the database
+    evaluates `count < limit` and the increment as one statement on one row: no more
+    verifications run than the limit allows, with no lock held while PBKDF2 runs;
+  - success gives the attempt back and resets the count (and clears the lockout) in a second,
+    committed unit of work.
+Rejected: locking the user row for the verification (`SELECT … FOR UPDATE`, then hash, then
+update), because it holds a row lock (on SQLite, the database's writer lock) across ~100 ms of
+PBKDF2 per request and needs dialect SQL; the reservation needs neither.
+
+Callers run this BEFORE their own transaction touches the user's row: it commits on its own
+connection, so a caller already holding that row would wait on itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Engine, and_, case, literal, null, or_, select, update
+from sqlalchemy.orm import Session
+
+from shared.clock import Clock
+from shared.db.schema import AspNetUser
+from shared.db.types import UtcDateTime
+from shared.db.uow import unit_of_work
+from shared.errors import DomainError, Unauthenticated
+from shared.identity.passwords import verify_secret
+from shared.settings import PinSettings
+
+# DESIGN §7: 4 to 6 ASCII digits (`[0-9]`, not `\d`, which matches other scripts' digits).
+PIN_PATTERN = re.compile(r"[0-9]{4,6}")
+
+SecretVerifier = Callable[[str | None, str], bool]
+
+
+class PinRequired(DomainError):
+    status = 422
+    error_code = "PIN_REQUIRED"
+    title = "A PIN is required."
+
+
+class PinLocked(DomainError):
+    status = 429
+    error_code = "PIN_LOCKED"
+    title = "Too many wrong PINs; the PIN is locked for now."
+
+
+class InvalidPin(DomainError):
+    status = 401
+    error_code = "INVALID_PIN"
+    title = "The PIN is not correct."
+
+
+def is_valid_pin(pin: str) -> bool:
+    """4 to 6 ASCII digits, nothing else."""
+    return PIN_PATTERN.fullmatch(pin) is not None
+
+
+def _locked(until: datetime, now: datetime) -> PinLocked:
+    seconds = max(1, math.ceil((until - now).total_seconds()))
+    return PinLocked(headers={"Retry-After": str(seconds)})
+
+
+def verify_pin(
+    engine: Engine,
+    clock: Clock,
+    pin_settings: PinSettings,
+    user_id: str,
+    pin: str | None,
+    *,
+    verifier: SecretVerifier = verify_secret,
+) -> None:
+    """Return when `pin` is the user's PIN; raise PinRequired, PinLocked or InvalidPin.
+
+    Commits its own units of work (see the module docstring): the reservation before the hash
+    and, on success, the reset. `verifier` is the hash check (tests count its calls)."""
+    if pin is None or not pin.strip():
+        raise PinRequired
+    now = clock.now()
+    with unit_of_work(engine) as session:
+        outcome = _reserve_attempt(session, pin_settings, user_id, now)
+        # The reservation (or a lockout imposed) is committed even though the request may fail.
+        session.commit()
+    if isinstance(outcome, DomainError):
+        raise outcome
+    if not verifier(outcome, pin):
+        raise InvalidPin
+    with unit_of_work(engine) as session:
+        session.execute(
+            update(AspNetUser)
+            .where(AspNetUser.Id == user_id)
+            .values(PinAccessFailedCount=0, PinLockoutEnd=None)
+        )
+        session.commit()
+
+
+def _reserve_attempt(
+    session: Session, pin_settings: PinSettings, user_id: str, now: datetime
+) -> str | DomainError:
+    """Count one attempt, atomically and only while below the limit; return the hash to check,
+    or the rung that applies when no attempt may be made. Does not commit."""
+    limit = pin_settings.MaxFailedAttempts
+    until = now + timedelta(minutes=pin_settings.LockoutMinutes)
+    count = AspNetUser.PinAccessFailedCount
+    lockout_end = AspNetUser.PinLockoutEnd
+    lapsed = and_(lockout_end.is_not(None), lockout_end <= now)
+    # A lapsed lockout starts the count again: this attempt is the first of a new window.
+    new_count = case((lapsed, 1), else_=count + 1)
+    reserved = session.execute(
+        update(AspNetUser)
+        .where(
+            AspNetUser.Id == user_id,
+            AspNetUser.PinHash.is_not(None),
+            or_(lapsed, and_(lockout_end.is_(None), count < limit)),
+        )
+        .values(
+            PinAccessFailedCount=new_count,
+            # The attempt that reaches the limit locks at once: while it is being verified no
+            # other attempt may start, and if it is the right PIN the reset unlocks again.
+            PinLockoutEnd=case((new_count >= limit, literal(until, UtcDateTime())), else_=null()),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    state = session.execute(
+        select(AspNetUser.PinHash, AspNetUser.PinAccessFailedCount, AspNetUser.PinLockoutEnd).where(
+            AspNetUser.Id == user_id
+        )
+    ).first()
+    if state is None:
+        return Unauthenticated()
+    pin_hash, _count, locked_until = state
+    if cast(CursorResult[Any], reserved).rowcount == 1 and pin_hash is not None:
+        return str(pin_hash)
+    if pin_hash is None:
+        return PinRequired(title="No PIN is enrolled; enrol one first.")
+    if locked_until is not None and locked_until > now:
+        return _locked(locked_until, now)
+    # At or above the limit with no lockout recorded (the limit was lowered, or another writer
+    # left the row so): lock now rather than verify.
+    session.execute(
+        update(AspNetUser)
+        .where(AspNetUser.Id == user_id, AspNetUser.PinLockoutEnd.is_(None))
+        .values(PinLockoutEnd=until)
+        .execution_options(synchronize_session=False)
+    )
+    return _locked(until, now)
