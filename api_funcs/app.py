@@ -7,7 +7,7 @@ from fastapi import FastAPI
 
 from api_funcs.context import AppContext
 from api_funcs.problems import install_problem_handlers
-from api_funcs.routes import health
+from api_funcs.routes import health, transactions
 
 
 def create_app(context: AppContext) -> FastAPI:
@@ -21,4 +21,5 @@ def create_app(context: AppContext) -> FastAPI:
     app.state.ctx = context
     install_problem_handlers(app)
     app.include_router(health.router)
+    app.include_router(transactions.router)
     return app

@@ -25,6 +25,12 @@ class Operation:
 # DESIGN §5. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("mint", "transactions/transfer/authorizations", ("POST",)),
+    Operation("transfer", "transactions/transfer", ("POST",)),
+    Operation("internal_transfer", "transactions/internal-transfer", ("POST",)),
+    Operation("deposit", "transactions/deposit", ("POST",)),
+    Operation("withdrawal", "transactions/withdrawal", ("POST",)),
+    Operation("allowance", "transactions/allowance", ("GET",)),
 )
 
 

@@ -63,7 +63,8 @@ def postgresql_lock_timeout() -> TextClause:
 def postgresql_advisory_lock() -> TextClause:
     """PostgreSQL: a transaction-scoped advisory lock on a 64-bit hash of the resource name."""
     return text(
-        "SELECT pg_advisory_xact_lock(hashtextextended('daily-limit:' || CAST(:user_id AS text), 0))"
+        "SELECT pg_advisory_xact_lock("
+        "hashtextextended('daily-limit:' || CAST(:user_id AS text), 0))"
     )
 
 
@@ -105,8 +106,10 @@ def is_lock_timeout(error: DBAPIError, dialect: str) -> bool:
     if dialect == "mssql":
         message = str(orig)
         # 1222: a row lock wait hit SET LOCK_TIMEOUT (not set here, but the same meaning).
-        return str(MSSQL_APPLOCK_ERROR) in message or MSSQL_APPLOCK_MESSAGE in message or (
-            "(1222)" in message
+        return (
+            str(MSSQL_APPLOCK_ERROR) in message
+            or MSSQL_APPLOCK_MESSAGE in message
+            or ("(1222)" in message)
         )
     return False
 

@@ -23,7 +23,7 @@ from shared.money.refusals import DailyLimitExceeded
 log = logging.getLogger("azurebank.money")
 
 
-def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) -> Select[tuple[Decimal | None]]:
+def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) -> Select[Decimal]:
     """The day's external outflow of one user. The join on Accounts.UserId makes the customer
     the payer (D3: two accounts do not hold two limits); there is no IsDeleted filter (D3).
     IX_Accounts_UserId then IX_Transactions_AccountId_Type_CreatedAt make it a seek per account

@@ -24,19 +24,21 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import CursorResult, Engine, delete, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.uow import unit_of_work
-from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused
+from shared.money.applock_sql import is_lock_timeout
+from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, LockTimeout
 
 T = TypeVar("T")
 
@@ -79,13 +81,35 @@ class ClaimLost(Exception):
 
 
 class IdempotencyKeys:
-    def __init__(self, engine: Engine, clock: Clock, *, in_progress_seconds: int = 300) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        *,
+        lock_timeout_seconds: int,
+        in_progress_seconds: int = 300,
+    ) -> None:
         self._engine = engine
         self._clock = clock
+        self._lock_timeout_ms = lock_timeout_seconds * 1000
         self._stale_after = timedelta(seconds=in_progress_seconds)
 
-    def _unit(self) -> Any:
-        return unit_of_work(self._engine, sqlite_begin="IMMEDIATE")
+    @contextmanager
+    def _unit(self) -> Iterator[Session]:
+        # A marker's transaction is a few statements; on SQLite it waits for the one writer no
+        # longer than the money would (DailyLimit__LockTimeoutSeconds), and a wait that runs out
+        # is the same 503 LOCK_TIMEOUT, never a 500.
+        try:
+            with unit_of_work(
+                self._engine,
+                sqlite_begin="IMMEDIATE",
+                sqlite_busy_timeout_ms=self._lock_timeout_ms,
+            ) as session:
+                yield session
+        except DBAPIError as exc:
+            if is_lock_timeout(exc, self._engine.dialect.name):
+                raise LockTimeout() from None
+            raise
 
     def claim(
         self, user_id: str, operation: str, key: str, hash_: str

@@ -213,5 +213,3 @@ class AccountRails:
             on_success(session, receipt)
         session.flush()
         return receipt
-
-

@@ -113,3 +113,9 @@ class IdempotencyInProgress(Conflict):
 
     def __init__(self) -> None:
         super().__init__(headers={"Retry-After": "1"})
+
+
+class IdempotencyKeyRequired(DomainError):
+    status = 400
+    error_code = "IDEMPOTENCY_KEY_REQUIRED"
+    title = "Money operations require an Idempotency-Key header."

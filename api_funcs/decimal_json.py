@@ -1,0 +1,40 @@
+"""Request bodies parsed with every JSON fraction as a `Decimal`, never a float (DESIGN §3, §5):
+`0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two decimals" is a
+question about the digits sent, not about a binary approximation of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from decimal import Decimal
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+
+
+class DecimalJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = json.loads(body, parse_float=Decimal)
+            except json.JSONDecodeError:
+                raise
+            except (ValueError, RecursionError) as exc:
+                # Bad UTF-8, an integer past Python's digit limit, nesting past the recursion
+                # limit: still "not JSON" to the caller (400 VALIDATION_FAILED), never a 500.
+                raise json.JSONDecodeError(type(exc).__name__, "", 0) from None
+        return self._json
+
+
+class DecimalJSONRoute(APIRoute):
+    """An APIRoute whose handler reads the body through DecimalJSONRequest."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def decimal_json_handler(request: Request) -> Response:
+            return await handler(DecimalJSONRequest(request.scope, request.receive))
+
+        return decimal_json_handler
