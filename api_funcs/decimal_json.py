@@ -13,18 +13,22 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 
+def loads_decimal(body: bytes | str) -> Any:
+    """JSON with fractions as Decimal; anything unparsable is a JSONDecodeError."""
+    try:
+        return json.loads(body, parse_float=Decimal)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        # Bad UTF-8, an integer past Python's digit limit, nesting past the recursion limit:
+        # still "not JSON" to the caller (400 VALIDATION_FAILED), never a 500.
+        raise json.JSONDecodeError(type(exc).__name__, "", 0) from None
+
+
 class DecimalJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = await self.body()
-            try:
-                self._json = json.loads(body, parse_float=Decimal)
-            except json.JSONDecodeError:
-                raise
-            except (ValueError, RecursionError) as exc:
-                # Bad UTF-8, an integer past Python's digit limit, nesting past the recursion
-                # limit: still "not JSON" to the caller (400 VALIDATION_FAILED), never a 500.
-                raise json.JSONDecodeError(type(exc).__name__, "", 0) from None
+            self._json = loads_decimal(await self.body())
         return self._json
 
 
