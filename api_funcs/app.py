@@ -3,11 +3,14 @@ one named HTTP Function per operation (api_funcs.functions)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from fastapi import FastAPI
 
 from api_funcs.context import AppContext
 from api_funcs.problems import install_problem_handlers
-from api_funcs.routes import health, transactions
+from api_funcs.routes import accounts, health, pin, transactions
 
 
 def create_app(context: AppContext) -> FastAPI:
@@ -21,5 +24,32 @@ def create_app(context: AppContext) -> FastAPI:
     app.state.ctx = context
     install_problem_handlers(app)
     app.include_router(health.router)
+    app.include_router(accounts.router)
+    app.include_router(pin.router)
     app.include_router(transactions.router)
+    _declare_only_real_refusals(app)
     return app
+
+
+def _declare_only_real_refusals(app: FastAPI) -> None:
+    """FastAPI declares a 422 `HTTPValidationError` on every operation with a body; this app
+    answers body errors with 400 VALIDATION_FAILED (problems.py), so that 422 is dropped and
+    each operation declares only what it can answer (DESIGN §5)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = build()
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                responses = operation.get("responses", {})
+                if "HTTPValidationError" in json.dumps(responses.get("422", {})):
+                    del responses["422"]
+        components = schema.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            components.pop(name, None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

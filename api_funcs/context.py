@@ -8,6 +8,7 @@ from functools import cached_property
 
 from sqlalchemy import Engine
 
+from shared.audit.chain import AuditChain
 from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
 from shared.identity.tokens import TokenVerifier
@@ -33,3 +34,8 @@ class AppContext:
     @cached_property
     def token_verifier(self) -> TokenVerifier:
         return TokenVerifier(self.settings, self.clock)
+
+    @cached_property
+    def audit_chain(self) -> AuditChain:
+        """The chain under Audit__ChainKey; SettingsError (not cached) while the key is unset."""
+        return AuditChain.from_settings(self.settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -10,10 +11,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
+from shared.audit.chain import AuditChain, AuditChainUnavailable
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
 from shared.identity.tokens import InvalidToken
+from shared.settings import SettingsError
+
+log = logging.getLogger("azurebank.api")
 
 
 def get_context(request: Request) -> AppContext:
@@ -22,6 +27,19 @@ def get_context(request: Request) -> AppContext:
 
 
 Context = Annotated[AppContext, Depends(get_context)]
+
+
+def get_audit_chain(ctx: Context) -> AuditChain:
+    """The host's AuditChain; 503 AUDIT_CHAIN_UNAVAILABLE while Audit__ChainKey is unset (the
+    log line names the key and the fix, never a value)."""
+    try:
+        return ctx.audit_chain
+    except SettingsError as exc:
+        log.error("%s", exc)
+        raise AuditChainUnavailable from None
+
+
+Chain = Annotated[AuditChain, Depends(get_audit_chain)]
 
 
 def get_session(ctx: Context) -> Iterator[Session]:

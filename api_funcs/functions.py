@@ -25,6 +25,10 @@ class Operation:
 # DESIGN §5. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("accounts", "accounts", ("GET",)),
+    # Two Functions on one route, told apart by method (each can be disabled on its own).
+    Operation("pin_enrol", "pin", ("POST",)),
+    Operation("pin_change", "pin", ("PUT",)),
     Operation("mint", "transactions/transfer/authorizations", ("POST",)),
     Operation("transfer", "transactions/transfer", ("POST",)),
     Operation("internal_transfer", "transactions/internal-transfer", ("POST",)),

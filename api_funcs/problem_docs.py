@@ -71,7 +71,7 @@ def _code_schema(status: int, code: str) -> dict[str, Any]:
     return schema
 
 
-def problem_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, dict[str, Any]]:
+def error_code_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, dict[str, Any]]:
     """FastAPI `responses=` for these statuses and codes."""
     out: dict[int | str, dict[str, Any]] = {}
     for status, names in sorted(codes.items()):

@@ -119,3 +119,41 @@ def install_problem_handlers(app: FastAPI) -> None:
         return problem_response(
             500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id_of(request)
         )
+
+
+def problem_responses(*refusals: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` declaring each (status, errorCode) an operation can answer, as
+    application/problem+json (DESIGN §5: the document declares every status and errorCode)."""
+    by_status: dict[int, list[str]] = {}
+    for status, code in refusals:
+        by_status.setdefault(status, []).append(code)
+    declared: dict[int | str, dict[str, Any]] = {}
+    for status, codes in sorted(by_status.items()):
+        response: dict[str, Any] = {
+            "description": " · ".join(codes),
+            "content": {PROBLEM_JSON: {"schema": _problem_schema(status, codes)}},
+        }
+        if status == 429:
+            response["headers"] = {
+                "Retry-After": {
+                    "description": "Whole seconds until the lockout ends.",
+                    "schema": {"type": "integer", "minimum": 1},
+                }
+            }
+        declared[status] = response
+    return declared
+
+
+def _problem_schema(status: int, codes: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["type", "title", "status", "errorCode", "traceId"],
+        "properties": {
+            "type": {"type": "string", "enum": [problem_type(c) for c in codes]},
+            "title": {"type": "string"},
+            "status": {"type": "integer", "enum": [status]},
+            "errorCode": {"type": "string", "enum": codes},
+            "traceId": {"type": "string"},
+        },
+        "additionalProperties": True,
+    }

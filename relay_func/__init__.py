@@ -1,5 +1,25 @@
-"""The timer-triggered Function of the notice relay (ADR-0051): NoticeSweep when Runner=Function."""
+"""The timer-triggered Function of the notice relay (ADR-0051): one NoticeSweep per tick when
+`Notices__Runner=Function`, nothing otherwise.
+
+Importing this module is the host's start: the settings are read and checked for this host
+(ADR-0048 D6, ADR-0051 D3), so a refused set raises SettingsError naming the key and the fix and
+the host loads no function. Nothing connects here; the engine is built on the first tick.
+"""
+
+from __future__ import annotations
 
 import azure.functions as func
 
+from shared.notices.function_host import FunctionRelayHost
+from shared.settings import load_settings
+
+host = FunctionRelayHost(load_settings())
+
 bp = func.Blueprint()
+
+
+@bp.function_name("notice_relay")
+@bp.timer_trigger(arg_name="timer", schedule="%Notices__Schedule%", use_monitor=True)
+def notice_relay(timer: func.TimerRequest) -> None:
+    # The trigger only translates: the host decides (DESIGN §2).
+    host.tick(past_due=timer.past_due)

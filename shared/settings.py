@@ -320,10 +320,18 @@ def _schedule_problems(schedule: str) -> list[str]:
             f"(seconds first). Fix: {fix_for('Notices__Schedule')}."
         ]
     try:
-        croniter(schedule, second_at_beginning=True)
+        # FACTS: without second_at_beginning croniter reads the six fields minutes first.
+        cron = croniter(schedule, second_at_beginning=True)
     except ValueError:
         return [
             f"Notices__Schedule: {schedule!r} does not parse. Fix: {fix_for('Notices__Schedule')}."
+        ]
+    try:
+        # A schedule that parses yet never fires (`0 0 0 31 2 *`) would leave notices owed.
+        cron.get_next(float)
+    except ValueError:
+        return [
+            f"Notices__Schedule: {schedule!r} never fires. Fix: {fix_for('Notices__Schedule')}."
         ]
     return []
 

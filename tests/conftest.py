@@ -7,6 +7,7 @@ mean the PostgreSQL and Azurite suites ran.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -182,3 +183,60 @@ def azurite_connection_string() -> str:
         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
         f"AccountKey={AZURITE_ACCOUNT_KEY};BlobEndpoint={AZURITE_BLOB_ENDPOINT};"
     )
+
+
+# --- the suites summary: which rings ran (scripts/test.sh prints and checks it) ---------------
+
+_SUITE_ORDER = ("sqlite", "postgres", "azurite", "sqlserver", "e2e", "unit")
+_suite_of_test: dict[str, str] = {}
+_outcome_of_test: dict[str, str] = {}
+
+
+def _suite_of(item: pytest.Item) -> str:
+    """The ring a test belongs to: the service it needs, else e2e, else unit."""
+    for marker in ("sqlserver", "postgres", "azurite"):
+        if item.get_closest_marker(marker) is not None:
+            return marker
+    # SQLite: the sqlite_url fixture, or the "sqlite" case of a parametrised database fixture.
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    if "sqlite_url" in getattr(item, "fixturenames", ()) or any(
+        isinstance(p, str) and p == "sqlite" for p in params
+    ):
+        return "sqlite"
+    return "e2e" if item.get_closest_marker("e2e") is not None else "unit"
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    _suite_of_test[item.nodeid] = _suite_of(item)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    previous = _outcome_of_test.get(report.nodeid)
+    if report.failed:
+        _outcome_of_test[report.nodeid] = "failed"
+    elif report.skipped and previous != "failed":
+        _outcome_of_test[report.nodeid] = "skipped"
+    elif report.when == "call" and report.passed and previous is None:
+        _outcome_of_test[report.nodeid] = "passed"
+
+
+def _suite_counts() -> dict[str, dict[str, int]]:
+    counts = {s: {"passed": 0, "failed": 0, "skipped": 0} for s in _SUITE_ORDER}
+    for nodeid, outcome in _outcome_of_test.items():
+        counts[_suite_of_test.get(nodeid, "unit")][outcome] += 1
+    return counts
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    counts = _suite_counts()
+    parts = []
+    for suite in _SUITE_ORDER:
+        c = counts[suite]
+        extra = "".join(f", {c[k]} {k}" for k in ("failed", "skipped") if c[k])
+        parts.append(f"{suite} {c['passed']} passed{extra}")
+    terminalreporter.write_sep("-", "suites")
+    terminalreporter.write_line("suites: " + "; ".join(parts))
+    path = os.environ.get("AZUREBANK_SUITE_SUMMARY")
+    if path:
+        Path(path).write_text(json.dumps(counts), encoding="utf-8")

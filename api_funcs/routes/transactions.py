@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
 from api_funcs.decimal_json import DecimalJSONRoute
-from api_funcs.deps import Context, CurrentUser
+from api_funcs.deps import Chain, Context, CurrentUser
 from api_funcs.money_schemas import (
     AccountAmountBody,
     AllowanceResponse,
@@ -28,7 +28,7 @@ from api_funcs.money_schemas import (
     cents,
     money_number,
 )
-from api_funcs.problem_docs import REPLAYED_HEADER, idempotency_key_parameter, problem_responses
+from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempotency_key_parameter
 from shared.audit.chain import AuditChain
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
@@ -50,7 +50,8 @@ _IDEMPOTENT = {
     400: ["VALIDATION_FAILED", "IDEMPOTENCY_KEY_REQUIRED"],
     409: ["IDEMPOTENCY_IN_PROGRESS"],
     422: ["IDEMPOTENCY_KEY_REUSED"],
-    503: ["LOCK_TIMEOUT", "CONCURRENCY_CONFLICT"],
+    # AUDIT_CHAIN_UNAVAILABLE: Audit__ChainKey unset, or the chain's tail row missing.
+    503: ["LOCK_TIMEOUT", "CONCURRENCY_CONFLICT", "AUDIT_CHAIN_UNAVAILABLE"],
 }
 
 
@@ -102,7 +103,7 @@ ERROR_CODES: dict[str, dict[int, list[str]]] = {
 
 
 def _responses(operation: str, success: int, model: type[Any], *, replayable: bool) -> Any:
-    responses: dict[int | str, dict[str, Any]] = problem_responses(ERROR_CODES[operation])
+    responses: dict[int | str, dict[str, Any]] = error_code_responses(ERROR_CODES[operation])
     ok: dict[str, Any] = {"model": model, "description": "Done."}
     if replayable:
         ok["headers"] = REPLAYED_HEADER
@@ -255,7 +256,9 @@ def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> JSONResponse:
     responses=_responses("transfer", 201, TransferResponse, replayable=True),
     openapi_extra=idempotency_key_parameter(),
 )
-def transfer(request: Request, body: TransferBody, user_id: CurrentUser, ctx: Context) -> Response:
+def transfer(
+    request: Request, body: TransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
+) -> Response:
     amount = cents(body.amount)
     order = TransferOrder(body.accountId, body.recipientAzureTag, amount, body.authorizationId)
     service = TransferService(
@@ -263,7 +266,7 @@ def transfer(request: Request, body: TransferBody, user_id: CurrentUser, ctx: Co
         ctx.clock,
         _limit(ctx),
         DailyLimitLock(_lock_timeout(ctx)),
-        AuditChain.from_settings(ctx.settings),
+        chain,
     )
     canonical = {
         "accountId": str(order.account_id),
@@ -283,13 +286,8 @@ def transfer(request: Request, body: TransferBody, user_id: CurrentUser, ctx: Co
     )
 
 
-def _rails(ctx: AppContext) -> AccountRails:
-    return AccountRails(
-        ctx.engine,
-        ctx.clock,
-        AuditChain.from_settings(ctx.settings),
-        busy_timeout_seconds=_lock_timeout(ctx),
-    )
+def _rails(ctx: AppContext, chain: AuditChain) -> AccountRails:
+    return AccountRails(ctx.engine, ctx.clock, chain, busy_timeout_seconds=_lock_timeout(ctx))
 
 
 @router.post(
@@ -303,10 +301,10 @@ def _rails(ctx: AppContext) -> AccountRails:
     openapi_extra=idempotency_key_parameter(),
 )
 def internal_transfer(
-    request: Request, body: InternalTransferBody, user_id: CurrentUser, ctx: Context
+    request: Request, body: InternalTransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
     amount = cents(body.amount)
-    rails = _rails(ctx)
+    rails = _rails(ctx, chain)
     canonical = {
         "fromAccountId": str(body.fromAccountId),
         "toAccountId": str(body.toAccountId),
@@ -339,10 +337,10 @@ def internal_transfer(
     openapi_extra=idempotency_key_parameter(),
 )
 def deposit(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context
+    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
     amount = cents(body.amount)
-    rails = _rails(ctx)
+    rails = _rails(ctx, chain)
     canonical = {"accountId": str(body.accountId), "amount": str(amount)}
     return _idempotent(
         ctx,
@@ -367,10 +365,10 @@ def deposit(
     openapi_extra=idempotency_key_parameter(),
 )
 def withdrawal(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context
+    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
     amount = cents(body.amount)
-    rails = _rails(ctx)
+    rails = _rails(ctx, chain)
     canonical = {"accountId": str(body.accountId), "amount": str(amount)}
     return _idempotent(
         ctx,

@@ -7,7 +7,9 @@ element is the previous row's `RowHash` (the chain). `Sequence` is contiguous fr
 Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transaction that appends
 takes the tail (`append`, or `lock_tail` first when it must read the tail before other writes)
 BEFORE it touches any other row it will write, so two audited transactions never wait on each
-other's rows while holding the tail.
+other's rows while holding the tail. On SQLite the tail lock is the database's writer lock;
+a transaction that reads before it appends should begin IMMEDIATE
+(`unit_of_work(engine, sqlite_begin="IMMEDIATE")`), so its reads are not from a stale snapshot.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ class ChainTail:
 
 
 def render_details(details: Mapping[str, object] | None) -> str | None:
-    """Details as stored (and hashed): canonical JSON, keys sorted; figures as their text."""
+    """Details as stored (and hashed): canonical JSON, keys sorted; values JSON cannot hold
+    (Decimal, UUID, datetime) as their `str()`, so an amount keeps its exact digits."""
     if details is None:
         return None
     return json.dumps(dict(details), sort_keys=True, separators=(",", ":"), default=str)

@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from shared.cli import db, exits, serve, token, users
+from shared.cli import audit, db, exits, notices, notify, serve, token, users
 from shared.settings import SettingsError
 
-COMMAND_MODULES = (db, users, token, serve)
+COMMAND_MODULES = (db, users, token, serve, notify, notices, audit)
 
 
 class _Parser(argparse.ArgumentParser):

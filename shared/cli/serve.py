@@ -1,12 +1,20 @@
-"""`azurebank serve`: uvicorn serving the FastAPI app (plus, in a later step, the Api runner)."""
+"""`azurebank serve`: uvicorn serving the FastAPI app, plus the Api runner's loop
+(NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifespan."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from shared.cli import exits
-from shared.settings import load_settings, require_host
+from shared.clock import Clock
+from shared.notices.relay_loop import NoticeRelayService
+from shared.settings import Settings, load_settings, require_host
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 def _port(text: str) -> int:
@@ -16,21 +24,57 @@ def _port(text: str) -> int:
 
 
 def register(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="serve the HTTP API with uvicorn")
+    serve = sub.add_parser(
+        "serve",
+        help="serve the HTTP API with uvicorn (and deliver notices when Notices__Runner=Api)",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=_port, default=7071)
     serve.set_defaults(run=_serve)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
+def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
+    """The app as `serve` runs it: the one FastAPI app with the relay loop in its lifespan.
+    The loop is always registered (D1), so every API host reads the flag and says what it does."""
     from api_funcs.app import create_app
     from api_funcs.context import AppContext
     from shared.cli.runtime import database_url
 
-    settings = load_settings()
+    # ADR-0048 D6: refused before anything is served; main() turns this into exit 78.
     require_host(settings, "api")
-    app = create_app(AppContext(settings, database_url=database_url(settings)))
+    context = AppContext(settings, database_url=database_url(settings))
+    if clock is not None:
+        context.clock = clock
+    app = create_app(context)
+    relay = NoticeRelayService(settings, database_url=context.url, clock=context.clock)
+    attach_relay(app, relay)
+    return app
+
+
+def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
+    """Start the relay after the app's own startup and stop it before the app's shutdown."""
+    app.state.notice_relay = relay
+    app.router.lifespan_context = _with_relay(app.router.lifespan_context, relay)
+
+
+def _with_relay(
+    inner: Callable[[Any], AbstractAsyncContextManager[Any]], relay: NoticeRelayService
+) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            relay.start()
+            try:
+                yield state
+            finally:
+                await relay.stop()
+
+    return lifespan
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    app = build_served_app(load_settings())
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return exits.OK

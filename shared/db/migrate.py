@@ -12,8 +12,10 @@ from alembic.config import Config
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
-def alembic_config(url: str, *, stdout: TextIO | None = None) -> Config:
-    config = Config(stdout=stdout) if stdout is not None else Config()
+def alembic_config(url: str, *, output_buffer: TextIO | None = None) -> Config:
+    # output_buffer is where offline (--sql) mode writes its DDL; Config's `stdout` is only for
+    # Alembic's own messages, so passing the buffer there would print the DDL to the terminal.
+    config = Config(output_buffer=output_buffer)
     config.set_main_option("script_location", str(MIGRATIONS))
     # `%` would be read as interpolation by configparser; a password may contain one.
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -31,5 +33,5 @@ def downgrade(url: str, revision: str = "base") -> None:
 def offline_sql(url: str, revision: str = "head") -> str:
     """The DDL the migrations would run on `url`'s dialect, generated without connecting."""
     out = io.StringIO()
-    command.upgrade(alembic_config(url, stdout=out), revision, sql=True)
+    command.upgrade(alembic_config(url, output_buffer=out), revision, sql=True)
     return out.getvalue()

@@ -5,7 +5,6 @@ schemathesis run over that document finds no 5xx and no response the document do
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import hypothesis
@@ -15,7 +14,6 @@ from schemathesis.generation.modes import GenerationMode
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from api_funcs.functions import OPERATIONS
 from shared.clock import FakeClock
 from tests.money_support import enrol_pin
 from tests.support import bearer, host_settings, make_user
@@ -156,28 +154,6 @@ def test_the_money_schema_publishes_the_maximum_100000_and_two_decimals() -> Non
         assert amount["exclusiveMinimum"] == 0
         assert amount["multipleOf"] == 0.01
     assert "5000" not in str(doc)  # the daily limit is an option, not a published figure
-
-
-def _api_routes(routes: list[Any]) -> Iterator[Any]:
-    for route in routes:
-        included = getattr(route, "original_router", None)  # FastAPI 0.16x include_router
-        if included is not None:
-            yield from _api_routes(included.routes)
-        elif getattr(route, "path", "").startswith("/api/") and route.path != "/api/openapi.json":
-            yield route
-
-
-def test_the_named_functions_and_the_fastapi_routes_are_the_same_set() -> None:
-    """DESIGN §2: one named Function per operation, named as its FastAPI route."""
-    app = create_app(AppContext(host_settings("sqlite:///never-opened.db")))
-    routes = {
-        (route.name, route.path.removeprefix("/api/"), method)
-        for route in _api_routes(app.routes)
-        for method in route.methods
-        if method != "HEAD"
-    }
-    functions = {(op.name, op.route, m) for op in OPERATIONS for m in op.methods}
-    assert functions == routes
 
 
 # --- schemathesis -----------------------------------------------------------------------------

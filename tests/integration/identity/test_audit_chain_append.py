@@ -20,8 +20,9 @@ from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.db.uow import unit_of_work
+from tests.integration.identity.audit_cli import run_audit_verify
 
-KEY = b"k" * 32
+KEY = b"k" * 32  # tests.support's Audit__ChainKey, decoded
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 
 
@@ -129,6 +130,9 @@ def test_eight_writers_times_fifty_appends_leave_a_contiguous_unforked_chain_on_
     assert errors == [], f"{len(errors)} of 400 appends failed: {sorted(set(errors))}"
     assert sequences == list(range(1, 401))
     assert report.intact and report.rows == 400, [f.line() for f in report.findings]
+    done = run_audit_verify(fresh_postgres_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "chain intact: 400 rows (Sequence 1..400)" in done.stdout
 
 
 def test_concurrent_appends_on_sqlite_serialise_on_the_databases_writer_lock(

@@ -28,10 +28,13 @@ from shared.identity.pins import (
     verify_pin,
 )
 from shared.settings import PinSettings
+from tests.leak_watch import LeakWatch
 from tests.support import FAST_HASH, make_user
 
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
-PIN = "4821"
+# Six digits, so neither can turn up by chance in a timestamp or an id the leak watch reads.
+PIN = "482193"
+WRONG = "370615"
 SETTINGS = PinSettings(MaxFailedAttempts=5, LockoutMinutes=15)
 
 
@@ -73,7 +76,11 @@ class CountingVerifier:
 def _refusal(fn: Callable[[], None]) -> DomainError:
     with pytest.raises(DomainError) as caught:
         fn()
-    return caught.value
+    error = caught.value
+    # An error body is built from these: no PIN in any of them (acceptance 5).
+    said = f"{error} {error.title} {error.members} {error.headers}"
+    assert PIN not in said and WRONG not in said
+    return error
 
 
 @pytest.mark.parametrize("pin", [None, "", "   "])
@@ -95,7 +102,7 @@ def test_a_user_with_no_pin_enrolled_gets_pin_required_and_no_count(db_url: str)
 
 def test_a_wrong_pin_is_invalid_pin_and_its_count_is_committed(db_url: str) -> None:
     user_id, clock = _user_with_pin(db_url), FakeClock()
-    error = _refusal(lambda: verify_pin(get_engine(db_url), clock, SETTINGS, user_id, "0000"))
+    error = _refusal(lambda: verify_pin(get_engine(db_url), clock, SETTINGS, user_id, WRONG))
     assert isinstance(error, InvalidPin) and error.status == 401
     assert _state(db_url, user_id) == (1, None)  # durable although the request failed
 
@@ -104,22 +111,23 @@ def test_the_right_pin_passes_and_resets_the_count(db_url: str) -> None:
     user_id, clock = _user_with_pin(db_url), FakeClock()
     engine = get_engine(db_url)
     for _ in range(3):
-        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, "0000"))
+        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, WRONG))
     assert _state(db_url, user_id) == (3, None)
     verify_pin(engine, clock, SETTINGS, user_id, PIN)
     assert _state(db_url, user_id) == (0, None)
 
 
 def test_five_wrong_pins_lock_and_the_sixth_right_pin_is_429_without_verifying_until_lockout_end(
-    db_url: str,
+    db_url: str, leak_watch: LeakWatch
 ) -> None:
     user_id, clock = _user_with_pin(db_url), FakeClock()
+    leak_watch.secret("PIN", PIN)
+    leak_watch.secret("PIN", WRONG)
+    leak_watch.start()
     engine, counted = get_engine(db_url), CountingVerifier()
     for _ in range(5):
         assert isinstance(
-            _refusal(
-                lambda: verify_pin(engine, clock, SETTINGS, user_id, "0000", verifier=counted)
-            ),
+            _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, WRONG, verifier=counted)),
             InvalidPin,
         )
     count, locked_until = _state(db_url, user_id)
@@ -133,16 +141,17 @@ def test_five_wrong_pins_lock_and_the_sixth_right_pin_is_429_without_verifying_u
     verify_pin(engine, clock, SETTINGS, user_id, PIN, verifier=counted)
     assert counted.calls == 6
     assert _state(db_url, user_id) == (0, None)
+    leak_watch.assert_clean()
 
 
 def test_a_wrong_pin_after_the_lockout_lapses_starts_a_new_count(db_url: str) -> None:
     user_id, clock = _user_with_pin(db_url), FakeClock()
     engine = get_engine(db_url)
     for _ in range(5):
-        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, "0000"))
+        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, WRONG))
     clock.advance(timedelta(minutes=16))
     assert isinstance(
-        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, "0000")), InvalidPin
+        _refusal(lambda: verify_pin(engine, clock, SETTINGS, user_id, WRONG)), InvalidPin
     )
     assert _state(db_url, user_id) == (1, None)
 
@@ -224,9 +233,12 @@ def naive_verify_pin(
     ],
 )
 def test_twenty_concurrent_wrong_pins_never_verify_more_than_the_limit_allows(
-    db_url: str, reserved: bool
+    db_url: str, reserved: bool, leak_watch: LeakWatch
 ) -> None:
     user_id, clock = _user_with_pin(db_url), FakeClock()
+    leak_watch.secret("PIN", PIN)
+    leak_watch.secret("PIN", WRONG)
+    leak_watch.start()
     engine, counted = get_engine(db_url), CountingVerifier(seconds=0.05)
     start = threading.Barrier(20)
     outcomes: list[str] = []
@@ -236,7 +248,7 @@ def test_twenty_concurrent_wrong_pins_never_verify_more_than_the_limit_allows(
         start.wait(timeout=60)
         check = verify_pin if reserved else naive_verify_pin
         try:
-            check(engine, clock, SETTINGS, user_id, "0000", verifier=counted)
+            check(engine, clock, SETTINGS, user_id, WRONG, verifier=counted)
             result = "passed"
         except DomainError as exc:
             result = exc.error_code
@@ -254,3 +266,4 @@ def test_twenty_concurrent_wrong_pins_never_verify_more_than_the_limit_allows(
     assert outcomes.count("PIN_LOCKED") == 20 - counted.calls
     count, locked_until = _state(db_url, user_id)
     assert count == SETTINGS.MaxFailedAttempts and locked_until is not None
+    leak_watch.assert_clean()

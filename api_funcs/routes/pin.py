@@ -1,0 +1,84 @@
+"""`POST /api/pin` (pin_enrol) and `PUT /api/pin` (pin_change): DESIGN §5. The handlers only
+translate; shared.identity.pin_service decides and commits."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from api_funcs.deps import Chain, Context, CurrentUser
+from api_funcs.problems import problem_responses
+from shared.identity.pin_service import change_pin, enrol_pin
+
+router = APIRouter(tags=["pin"])
+
+_AUTH = (401, "UNAUTHENTICATED")
+_BODY = (400, "VALIDATION_FAILED")
+_CHAIN = (503, "AUDIT_CHAIN_UNAVAILABLE")
+
+
+class PinEnrolment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    # Lengths bound the work a request can ask of PBKDF2; the PIN's format is the service's
+    # rung (DESIGN §5: after the password and the enrolment check).
+    password: str = Field(min_length=1, max_length=1024)
+    pin: str = Field(max_length=64)
+
+
+class PinChange(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    # Absent or blank is the 422 PIN_REQUIRED rung, not a body error.
+    currentPin: str | None = Field(default=None, max_length=64)
+    newPin: str = Field(max_length=64)
+
+
+class PinOutcome(BaseModel):
+    status: str
+
+
+@router.post(
+    "/api/pin",
+    name="pin_enrol",
+    operation_id="pin_enrol",
+    summary="Enrol a PIN (behind the password)",
+    status_code=status.HTTP_201_CREATED,
+    responses=problem_responses(
+        _AUTH,
+        (401, "INVALID_PASSWORD"),
+        (409, "PIN_ALREADY_ENROLLED"),
+        _BODY,
+        _CHAIN,
+    ),
+)
+def pin_enrol(body: PinEnrolment, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:
+    enrol_pin(ctx.engine, ctx.clock, chain, user_id, password=body.password, pin=body.pin)
+    return PinOutcome(status="PinEnrolled")
+
+
+@router.put(
+    "/api/pin",
+    name="pin_change",
+    operation_id="pin_change",
+    summary="Change the PIN (behind the current PIN)",
+    responses=problem_responses(
+        _AUTH,
+        (422, "PIN_REQUIRED"),
+        (429, "PIN_LOCKED"),
+        (401, "INVALID_PIN"),
+        _BODY,
+        _CHAIN,
+    ),
+)
+def pin_change(body: PinChange, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:
+    change_pin(
+        ctx.engine,
+        ctx.clock,
+        chain,
+        ctx.settings.Pin,
+        user_id,
+        current_pin=body.currentPin,
+        new_pin=body.newPin,
+    )
+    return PinOutcome(status="PinChanged")

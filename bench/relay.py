@@ -1,0 +1,220 @@
+"""Benchmark: the notice relay's delivery rate on PostgreSQL, beside the floor it cannot beat.
+
+    python -m bench.relay [--rows 3000] [--batch1-rows 600]
+
+Creates its own PostgreSQL database (dropped at the end), migrates it, and measures, in one run:
+
+- floor: per row, an exclusive create + write + fsync of a notice-sized file and one committed
+  UPDATE of the row; no claim, no lease, no evidence, no rendering (what any relay must pay);
+- relay, batch 100: one runner's NoticeSweep in a loop, into a local temporary directory;
+- relay, batch 1: the same with Notices:BatchSize 1 (a claim, a renew and a re-read per row).
+
+Every notice names its audit row, which exists (the exact question of ADR-0052, production's
+shape). The relay logs its Information line per notice to a null stream, as a host would format
+it. Figures go in bench/README.md; speed is never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Engine, create_engine, insert, select, text, update
+from sqlalchemy.engine import make_url
+
+from shared.clock import SystemClock
+from shared.db import migrate
+from shared.db.engine import build_engine
+from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
+from shared.notices.render import render_notice
+from shared.notices.sweep import NoticeSweep
+from shared.notices.transports import PickupDirectoryTransport
+
+ADMIN_URL = os.environ.get(
+    "AZUREBANK_BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+USERS = 100
+
+
+def _admin(statement: str) -> None:
+    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+def _owe(engine: Engine, count: int) -> list[uuid.UUID]:
+    """`count` owed PinChanged notices over USERS users, each naming its own audit row."""
+    now = datetime.now(UTC)
+    with engine.begin() as connection:
+        users = [str(u) for u in connection.scalars(select(AspNetUser.Id))]
+        if not users:
+            users = [str(uuid.uuid4()) for _ in range(USERS)]
+            connection.execute(
+                insert(AspNetUser),
+                [
+                    {
+                        "Id": u,
+                        "Email": f"bench{i}@example.com",
+                        "AzureTag": f"bench{i}",
+                        "EmailConfirmed": True,
+                        "PhoneNumberConfirmed": False,
+                        "TwoFactorEnabled": False,
+                        "LockoutEnabled": True,
+                        "AccessFailedCount": 0,
+                    }
+                    for i, u in enumerate(users)
+                ],
+            )
+        start = connection.scalar(text('SELECT coalesce(max("Sequence"), 0) FROM "AuditEvents"'))
+        events = [uuid.uuid4() for _ in range(count)]
+        connection.execute(
+            insert(AuditEvent),
+            [
+                {
+                    "Id": e,
+                    "Sequence": int(start or 0) + i + 1,
+                    "PayloadVersion": 1,
+                    "ActorUserId": users[i % len(users)],
+                    "Event": NoticeKind.PIN_CHANGED.value,
+                    "OccurredAt": now,
+                    "PreviousHash": b"\0" * 32,
+                    "RowHash": b"\1" * 32,
+                }
+                for i, e in enumerate(events)
+            ],
+        )
+        ids = [uuid.uuid4() for _ in range(count)]
+        connection.execute(
+            insert(SubscriberNotice),
+            [
+                {
+                    "Id": n,
+                    "UserId": users[i % len(users)],
+                    "Kind": NoticeKind.PIN_CHANGED.value,
+                    "CreatedAt": now + timedelta(microseconds=i),
+                    "AuditEventId": events[i],
+                }
+                for i, n in enumerate(ids)
+            ],
+        )
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text('VACUUM ANALYZE "SubscriberNotices"'))
+    return ids
+
+
+def _floor(engine: Engine, ids: list[uuid.UUID], directory: str) -> float:
+    """Exclusive create + write + fsync + one committed UPDATE per row; rows per second."""
+    sample = render_notice(
+        notice_id=ids[0],
+        kind=NoticeKind.PIN_CHANGED,
+        occurred_at=datetime.now(UTC),
+        address="bench0@example.com",
+        contact="AzureBank security desk, +44 20 7946 0000",
+        now=datetime.now(UTC),
+    )
+    table = SubscriberNotice.__table__
+    started = time.perf_counter()
+    with engine.connect() as connection:
+        for notice_id in ids:
+            fd = os.open(
+                os.path.join(directory, f"{notice_id}.eml"),
+                os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                0o600,
+            )
+            try:
+                os.write(fd, sample)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            connection.execute(
+                update(table)
+                .where(table.c.Id == notice_id, table.c.DeliveredAt.is_(None))
+                .values(DeliveredAt=datetime.now(UTC), DeliveryReceipt=f"pickup:{notice_id}.eml")
+            )
+            connection.commit()
+    return len(ids) / (time.perf_counter() - started)
+
+
+def _relay(engine: Engine, count: int, directory: str, batch: int) -> float:
+    """One runner's sweeps until nothing is free; rows per second."""
+    sweep = NoticeSweep(
+        engine,
+        SystemClock(),
+        PickupDirectoryTransport(directory),
+        runner=f"function/bench/{os.getpid()}/{uuid.uuid4().hex[:8]}",
+        lease_seconds=120,
+        batch_size=batch,
+        contact="AzureBank security desk, +44 20 7946 0000",
+    )
+    delivered = 0
+    started = time.perf_counter()
+    while True:
+        summary = sweep.run()
+        if summary.failed_whole or summary.failed or summary.refused:
+            raise SystemExit(f"the relay did not deliver cleanly: {summary}")
+        delivered += summary.delivered
+        if summary.claimed == 0:
+            break
+    elapsed = time.perf_counter() - started
+    if delivered != count:
+        raise SystemExit(f"delivered {delivered} of {count}")
+    return count / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=3000, help="rows for the floor and batch 100")
+    parser.add_argument("--batch1-rows", type=int, default=600, help="rows for batch 1")
+    args = parser.parse_args()
+
+    # Information per delivered notice (ADR-0048 D7) is formatted, then dropped.
+    null = open(os.devnull, "w")  # noqa: SIM115 (closed at the end)
+    logging.basicConfig(level=logging.INFO, handlers=[logging.StreamHandler(null)], force=True)
+
+    name = f"azurebank_bench_{uuid.uuid4().hex[:12]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    directories: list[str] = []
+    engine = None
+    try:
+        migrate.upgrade(url)
+        engine = build_engine(url)
+
+        def directory() -> str:
+            directories.append(tempfile.mkdtemp(prefix="azurebank-bench-pickup-"))
+            return directories[-1]
+
+        floor = _floor(engine, _owe(engine, args.rows), directory())
+        batch100 = _relay(engine, len(_owe(engine, args.rows)), directory(), batch=100)
+        batch1 = _relay(engine, len(_owe(engine, args.batch1_rows)), directory(), batch=1)
+    finally:
+        if engine is not None:
+            engine.dispose()
+        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        for d in directories:
+            shutil.rmtree(d, ignore_errors=True)
+        null.close()
+
+    print(
+        f"notice relay on PostgreSQL, one runner, local temporary directory ({os.cpu_count()} CPUs)"
+    )
+    print(f"  floor (create+write+fsync+1 UPDATE): {floor:8.0f} rows/s   ({args.rows} rows)")
+    print(f"  relay, batch 100:                    {batch100:8.0f} rows/s   ({args.rows} rows)")
+    print(
+        f"  relay, batch 1:                      {batch1:8.0f} rows/s   ({args.batch1_rows} rows)"
+    )
+    print(f"  relay batch 100 / floor:             {batch100 / floor:8.2f}")
+    print(f"  relay batch 100 / batch 1:           {batch100 / batch1:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Reading the caller's accounts."""

@@ -1,0 +1,37 @@
+"""The caller's accounts, open and closed (`GET /api/accounts`, DESIGN §5)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shared.db.schema import Account
+
+
+@dataclass(frozen=True)
+class AccountSummary:
+    id: uuid.UUID
+    name: str
+    balance: Decimal
+    currency: str
+    closed: bool
+
+
+def list_accounts(session: Session, user_id: str) -> list[AccountSummary]:
+    """Every account the user owns, closed ones included (`closed` is `IsDeleted`), oldest
+    first."""
+    rows = session.execute(
+        select(Account.Id, Account.Name, Account.Balance, Account.Currency, Account.IsDeleted)
+        .where(Account.UserId == user_id)
+        .order_by(Account.CreatedAt, Account.Id)
+    )
+    return [
+        AccountSummary(
+            id=r.Id, name=r.Name, balance=r.Balance, currency=r.Currency, closed=r.IsDeleted
+        )
+        for r in rows
+    ]

@@ -1,0 +1,92 @@
+"""`azurebank audit verify`: walk the audit chain in Sequence order and name each broken row
+(DESIGN §8). Exit 0 intact, 1 broken, 78 when Audit__ChainKey is missing or invalid."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from shared.audit.chain import AuditChain
+from shared.audit.verify import ChainReport, walk_chain
+from shared.cli import exits
+from shared.cli.runtime import database_url
+from shared.db.engine import get_engine
+from shared.db.uow import unit_of_work
+from shared.settings import load_settings
+
+WRONG_KEY_HINT = (
+    "every row's RowHash fails: Audit__ChainKey is probably not the key that wrote this chain "
+    "(a wrong key breaks every row; tampering breaks some)"
+)
+
+
+def register(sub: Any) -> None:
+    audit = sub.add_parser("audit", help="the HMAC-chained audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, parser_class=type(audit))
+    verify = audit_sub.add_parser(
+        "verify",
+        help="walk the chain in Sequence order; name each broken row (exit 0 intact, 1 broken)",
+    )
+    verify.add_argument("--json", action="store_true", help="print one JSON document")
+    verify.set_defaults(run=_verify)
+
+
+def _progress(rows: int) -> None:
+    print(f"\r  {rows} rows checked…", end="", file=sys.stderr, flush=True)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    chain = AuditChain.from_settings(settings)  # SettingsError → exit 78, naming the key
+    interactive = sys.stderr.isatty() and not args.json
+    try:
+        with unit_of_work(get_engine(database_url(settings))) as session:
+            report = walk_chain(session, chain, progress=_progress if interactive else None)
+    except SQLAlchemyError as exc:
+        # The type only: a driver's message can carry the URL or parameters.
+        print(
+            f"audit verify: could not read the chain ({type(exc).__name__}); is the database "
+            "reachable and migrated (`azurebank db upgrade`)?",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
+    if interactive and report.rows >= 10_000:
+        print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(_as_json(report)))
+    else:
+        _print_text(report)
+    return exits.OK if report.intact else exits.FAILURE
+
+
+def _as_json(report: ChainReport) -> dict[str, Any]:
+    return {
+        "intact": report.intact,
+        "rows": report.rows,
+        "lastSequence": report.last_sequence,
+        "findings": [
+            {
+                "sequence": f.sequence,
+                "id": str(f.id) if f.id else None,
+                "problem": f.problem,
+            }
+            for f in report.findings
+        ],
+        "hint": WRONG_KEY_HINT if report.every_row_fails_hmac else None,
+    }
+
+
+def _print_text(report: ChainReport) -> None:
+    if report.intact:
+        span = f"Sequence 1..{report.last_sequence}" if report.rows else "empty"
+        print(f"audit verify: chain intact: {report.rows} rows ({span})")
+        return
+    for finding in report.findings:
+        print(f"audit verify: BROKEN {finding.line()}")
+    if report.every_row_fails_hmac:
+        print(f"audit verify: {WRONG_KEY_HINT}")
+    print(f"audit verify: chain BROKEN: {len(report.findings)} finding(s) over {report.rows} rows")

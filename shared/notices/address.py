@@ -1,0 +1,46 @@
+"""Whether a user's `Email` can stand as a notice's `To` (ADR-0048 D7: an unusable address is an
+outcome at Warning, never a crash). The address itself goes into no outcome and no log line."""
+
+from __future__ import annotations
+
+import enum
+from email import policy
+from typing import Any
+
+# The policy the renderer writes with, so "usable" means "this renderer can write it".
+MESSAGE_POLICY = policy.SMTPUTF8
+
+# RFC 5321 §4.5.3.1.3: a path is at most 256 octets including the angle brackets.
+_MAX_ADDRESS = 254
+
+
+class AddressProblem(enum.StrEnum):
+    """Why an address is unusable; safe to log, since it names no part of the address."""
+
+    MISSING = "missing"  # no Email on the user's row
+    BLANK = "blank"  # an Email of whitespace only
+    INVALID = "invalid"  # not one bare addr-spec this renderer can write
+
+
+def address_problem(raw: str | None) -> AddressProblem | None:
+    """None when `raw` (stripped) is one plain addr-spec; otherwise why it is not."""
+    if raw is None:
+        return AddressProblem.MISSING
+    value = raw.strip()
+    if not value:
+        return AddressProblem.BLANK
+    if len(value) > _MAX_ADDRESS or any(ord(c) < 0x20 or c == "\x7f" for c in value):
+        return AddressProblem.INVALID
+    local, at, domain = value.rpartition("@")
+    if not at or not local or not domain:
+        return AddressProblem.INVALID
+    try:
+        header = MESSAGE_POLICY.header_factory("To", value)
+    except Exception:  # the parser raises IndexError and friends on some malformed input
+        return AddressProblem.INVALID
+    addresses: tuple[Any, ...] = tuple(getattr(header, "addresses", ()))
+    # One address, no defect, and the addr-spec as given: a display name, a list or a repaired
+    # form would mean the renderer writes something other than the row holds.
+    if header.defects or len(addresses) != 1 or addresses[0].addr_spec != value:
+        return AddressProblem.INVALID
+    return None

@@ -1,0 +1,141 @@
+"""NoticeClaim (ADR-0048 D2): the lease on owed rows, shared by every runner.
+
+One sweep's database work, in order:
+  renew   what this runner holds (by name) to the new lease end, before anything is delivered;
+  claim   up to `BatchSize − held` of the oldest free-or-lapsed owed rows, in one statement;
+  held    re-read what it holds, by name;
+  mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
+
+The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
+that keeps failing never holds more than one lease can deliver. None of these methods commits:
+the caller's unit of work is the boundary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table, select, update
+from sqlalchemy.orm import Session
+
+from shared.db.schema import SubscriberNotice
+from shared.notices.claim_sql import claim_statement
+
+_NOTICES = cast(Table, SubscriberNotice.__table__)
+
+
+@dataclass(frozen=True)
+class HeldNotice:
+    """An owed row this runner holds, as re-read by name."""
+
+    id: uuid.UUID
+    user_id: str
+    kind: str
+    created_at: datetime
+    audit_event_id: uuid.UUID | None
+    # As the store reads it back; it may differ from what was written (a store that rounds), which
+    # is why nothing is ever looked up by it.
+    leased_until: datetime | None
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What one renew-and-claim did. `lease_until` is the instant this runner wrote, kept in memory:
+    the sweep measures its own lease against it, never against a value read back."""
+
+    lease_until: datetime
+    renewed: int
+    claimed_ids: tuple[uuid.UUID, ...]
+
+
+class NoticeClaim:
+    """The lease protocol for one runner name."""
+
+    def __init__(self, runner: str, *, lease_seconds: int, batch_size: int) -> None:
+        if lease_seconds < 1 or batch_size < 1:
+            raise ValueError("lease_seconds and batch_size must be at least 1")
+        self.runner = runner
+        self.lease = timedelta(seconds=lease_seconds)
+        self.batch_size = batch_size
+
+    def take(self, session: Session, now: datetime) -> ClaimResult:
+        """Renew what this runner holds, then claim up to `BatchSize − held` more."""
+        lease_until = now + self.lease
+        renewed = self.renew(session, lease_until)
+        room = self.batch_size - renewed
+        claimed = (
+            self.claim(session, now=now, lease_until=lease_until, limit=room) if room > 0 else []
+        )
+        return ClaimResult(lease_until, renewed, tuple(claimed))
+
+    def renew(self, session: Session, lease_until: datetime) -> int:
+        """Move every owed row this runner holds to the new lease end; how many it holds."""
+        result = session.execute(
+            update(_NOTICES)
+            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .values(LeasedUntil=lease_until)
+        )
+        return int(cast(CursorResult[Any], result).rowcount)
+
+    def claim(
+        self, session: Session, *, now: datetime, lease_until: datetime, limit: int
+    ) -> list[uuid.UUID]:
+        """Stamp up to `limit` of the oldest free-or-lapsed owed rows in one set-based UPDATE
+        (the database serialises two claims); the ids it stamped."""
+        statement = claim_statement(
+            session.get_bind().dialect.name,
+            runner=self.runner,
+            now=now,
+            lease_until=lease_until,
+            limit=limit,
+        )
+        return list(session.scalars(statement))
+
+    def held(self, session: Session) -> list[HeldNotice]:
+        """The owed rows this runner holds, oldest first."""
+        # ADR-0048 D2: re-read by name, never by the instant it wrote: a store that rounded the
+        # timestamp would otherwise let a runner claim N rows and read back none.
+        rows = session.execute(
+            select(
+                _NOTICES.c.Id,
+                _NOTICES.c.UserId,
+                _NOTICES.c.Kind,
+                _NOTICES.c.CreatedAt,
+                _NOTICES.c.AuditEventId,
+                _NOTICES.c.LeasedUntil,
+            )
+            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
+        )
+        return [HeldNotice(*row) for row in rows]
+
+    def release(self, session: Session) -> int:
+        """Give up every owed row this runner holds (a runner that is about to exit), so the next
+        run or another runner may take them at once rather than when the lease lapses."""
+        result = session.execute(
+            update(_NOTICES)
+            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .values(LeasedBy=None, LeasedUntil=None)
+        )
+        return int(cast(CursorResult[Any], result).rowcount)
+
+    def mark_delivered(
+        self, session: Session, notice_id: uuid.UUID, *, at: datetime, receipt: str
+    ) -> bool:
+        """Record the delivery and clear the lease; False when the row was already delivered."""
+        # DeliveredAt is the concurrency token: whoever marks first wins, whatever the lease says,
+        # so a runner whose lease lapsed mid-delivery cannot mark a row twice.
+        result = session.execute(
+            update(_NOTICES)
+            .where(_NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_(None))
+            .values(
+                DeliveredAt=at,
+                DeliveryReceipt=receipt[:400],
+                LeasedBy=None,
+                LeasedUntil=None,
+            )
+        )
+        return int(cast(CursorResult[Any], result).rowcount) == 1

@@ -1,0 +1,150 @@
+"""NoticeDeliveryRun (ADR-0048 D4): the per-row steps every runner shares, so the runners cannot
+drift on what "delivered" costs.
+
+    address → evidence → render → transport → mark
+
+It returns an outcome and logs it (D7); neither the outcome nor a log line holds the address, the
+path of a notice file or a recipient, and a transport failure is kept by exception type only,
+because an I/O message can echo the path and a relay's refusal can echo the recipient.
+
+The reads and the mark are two short transactions around the transport: no database transaction
+is held open across file or network I/O, and on SQLite the mark begins IMMEDIATE, so it queues
+for the write lock rather than failing to upgrade a read.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Engine, select
+
+from shared.clock import Clock
+from shared.db.schema import AspNetUser
+from shared.db.uow import unit_of_work
+from shared.notices.address import address_problem
+from shared.notices.claim import HeldNotice, NoticeClaim
+from shared.notices.evidence import check_evidence
+from shared.notices.outcomes import DeliveryOutcome, DeliveryStatus
+from shared.notices.render import UnrenderableKind, render_notice
+from shared.notices.transports import NoticeRefused, NoticeTransport, notice_file_name
+
+log = logging.getLogger("azurebank.notices.delivery")
+evidence_log = logging.getLogger("azurebank.notices.evidence")
+
+# A Kind comes from a table anyone with write access can edit; it is echoed only this long.
+_KIND_SHOWN = 32
+
+
+class NoticeDeliveryRun:
+    """Delivers one held row at a time through `transport`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        clock: Clock,
+        transport: NoticeTransport,
+        claim: NoticeClaim,
+        *,
+        contact: str,
+    ) -> None:
+        if not contact.strip():
+            raise ValueError("a notice needs Notices__Contact (ADR-0048 D6)")
+        self._engine = engine
+        self._clock = clock
+        self._transport = transport
+        self._claim = claim
+        self._contact = contact
+
+    def deliver(self, notice: HeldNotice) -> DeliveryOutcome:
+        """One attempt on one held row; an expected failure is an outcome, not an exception."""
+        kind = notice.kind[:_KIND_SHOWN]
+        with unit_of_work(self._engine) as session:
+            raw_address = session.scalar(
+                select(AspNetUser.Email).where(AspNetUser.Id == notice.user_id)
+            )
+            problem = address_problem(raw_address)
+            if problem is not None:
+                log.warning(
+                    "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
+                    notice.id,
+                    kind,
+                    problem.value,
+                )
+                return DeliveryOutcome(
+                    notice.id, kind, DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value
+                )
+            finding = check_evidence(
+                session,
+                notice_id=notice.id,
+                user_id=notice.user_id,
+                kind=notice.kind,
+                audit_event_id=notice.audit_event_id,
+            )
+        if finding is not None:
+            # ADR-0052: a Warning, and nothing else changes; the notice is still delivered.
+            evidence_log.warning("%s", finding.line)
+
+        try:
+            message = render_notice(
+                notice_id=notice.id,
+                kind=notice.kind,
+                occurred_at=notice.created_at,
+                address=(raw_address or "").strip(),
+                contact=self._contact,
+                now=self._clock.now(),
+            )
+        except UnrenderableKind:
+            log.warning(
+                "Notice not delivered: %s: kind %r has no message; the row stays owed",
+                notice.id,
+                kind,
+            )
+            return DeliveryOutcome(
+                notice.id, kind, DeliveryStatus.UNRENDERABLE_KIND, finding=finding
+            )
+
+        try:
+            receipt = self._transport.deliver(notice.id, message)
+        except NoticeRefused:
+            # ADR-0048 D3: never overwritten; the row stays owed beside what is already there.
+            log.warning(
+                "Notice refused: %s (%s): the %s already holds %s; the row stays owed beside it "
+                "(runbook: the row is the truth; move the file and run again, or mark the row)",
+                notice.id,
+                kind,
+                self._transport.describe(),
+                notice_file_name(notice.id),
+            )
+            return DeliveryOutcome(notice.id, kind, DeliveryStatus.REFUSED, finding=finding)
+        except Exception as exc:
+            failure = type(exc).__name__
+            log.warning(
+                "Notice not delivered: %s (%s): the transport failed with %s; the row stays owed",
+                notice.id,
+                kind,
+                failure,
+            )
+            return DeliveryOutcome(
+                notice.id, kind, DeliveryStatus.TRANSPORT_FAILED, detail=failure, finding=finding
+            )
+
+        with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
+            marked = self._claim.mark_delivered(
+                session, notice.id, at=self._clock.now(), receipt=receipt
+            )
+            session.commit()
+        if not marked:
+            log.warning(
+                "Notice mark found the row taken: %s (%s) was already marked delivered by another "
+                "runner; receipt %s is not recorded on it",
+                notice.id,
+                kind,
+                receipt,
+            )
+            return DeliveryOutcome(
+                notice.id, kind, DeliveryStatus.TAKEN, receipt=receipt, finding=finding
+            )
+        log.info("Notice delivered: %s (%s), receipt %s", notice.id, kind, receipt)
+        return DeliveryOutcome(
+            notice.id, kind, DeliveryStatus.DELIVERED, receipt=receipt, finding=finding
+        )

@@ -1,0 +1,31 @@
+"""The name a runner stamps into `LeasedBy` (ADR-0048 D5, DESIGN §6).
+
+`{kind}/{host}/{pid}/{8 hex}`: an operator matches the announcement line against `LeasedBy`
+and `notices status`; the random suffix tells two processes apart when a pid is reused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+from typing import Literal
+
+RunnerKind = Literal["api", "function", "verb"]
+
+# LeasedBy is String(200); a host name longer than a DNS label says nothing more to a reader.
+_HOST_MAX = 63
+
+
+def make_runner_name(kind: RunnerKind) -> str:
+    """A fresh runner name for this process, e.g. `verb/GURGANT/22280/2be449cb`."""
+    if kind not in ("api", "function", "verb"):
+        raise ValueError(f"unknown runner kind {kind!r}")
+    return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+def _host() -> str:
+    # The first label only, with '/' and whitespace replaced, so the name splits into four parts.
+    label = socket.gethostname().split(".")[0] or "unknown-host"
+    return re.sub(r"[/\s]", "-", label)[:_HOST_MAX]

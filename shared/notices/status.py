@@ -1,0 +1,99 @@
+"""Owed rows and who holds them (`azurebank notices status`, and the verb's "held by others",
+ADR-0048 D5). A lease proves only that it is unexpired, nothing about the process holding it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import cast
+
+from sqlalchemy import ColumnElement, Table, func, or_, select
+from sqlalchemy.orm import Session
+
+from shared.db.schema import SubscriberNotice
+
+_NOTICES = cast(Table, SubscriberNotice.__table__)
+_OWED = _NOTICES.c.DeliveredAt.is_(None)
+
+
+@dataclass(frozen=True)
+class LeaseHolder:
+    """One runner name and the owed rows leased to it; rows are renewed together, so
+    `first_lapse` and `last_lapse` differ only across a renewal that failed half-way."""
+
+    runner: str
+    rows: int
+    first_lapse: datetime
+    last_lapse: datetime
+
+    def live(self, now: datetime) -> bool:
+        return self.last_lapse > now
+
+
+@dataclass(frozen=True)
+class OwedStatus:
+    now: datetime
+    owed: int
+    free: int  # never leased, or leased under a lease that has lapsed
+    holders: tuple[LeaseHolder, ...]
+    oldest_owed_id: uuid.UUID | None
+    oldest_owed_at: datetime | None
+
+    @property
+    def held_live(self) -> int:
+        return self.owed - self.free
+
+    @property
+    def oldest_owed_age(self) -> timedelta | None:
+        return None if self.oldest_owed_at is None else self.now - self.oldest_owed_at
+
+
+def lease_holders(
+    session: Session, now: datetime, *, live_only: bool, excluding: str | None = None
+) -> tuple[LeaseHolder, ...]:
+    """Runners holding owed rows, by name; with `live_only`, only rows whose lease is unexpired."""
+    conditions: list[ColumnElement[bool]] = [_OWED, _NOTICES.c.LeasedBy.is_not(None)]
+    if live_only:
+        conditions.append(_NOTICES.c.LeasedUntil > now)
+    if excluding is not None:
+        conditions.append(_NOTICES.c.LeasedBy != excluding)
+    rows = session.execute(
+        select(
+            _NOTICES.c.LeasedBy,
+            func.count(),
+            func.min(_NOTICES.c.LeasedUntil),
+            func.max(_NOTICES.c.LeasedUntil),
+        )
+        .where(*conditions)
+        .group_by(_NOTICES.c.LeasedBy)
+        .order_by(_NOTICES.c.LeasedBy)
+    )
+    return tuple(LeaseHolder(str(r[0]), int(r[1]), r[2], r[3]) for r in rows)
+
+
+def read_owed_status(session: Session, now: datetime) -> OwedStatus:
+    """How many rows are owed, how many are free to claim, who holds the rest, and the oldest."""
+    owed = session.scalar(select(func.count()).where(_OWED)) or 0
+    free = (
+        session.scalar(
+            select(func.count()).where(
+                _OWED, or_(_NOTICES.c.LeasedUntil.is_(None), _NOTICES.c.LeasedUntil <= now)
+            )
+        )
+        or 0
+    )
+    oldest = session.execute(
+        select(_NOTICES.c.Id, _NOTICES.c.CreatedAt)
+        .where(_OWED)
+        .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
+        .limit(1)
+    ).first()
+    return OwedStatus(
+        now=now,
+        owed=int(owed),
+        free=int(free),
+        holders=lease_holders(session, now, live_only=False),
+        oldest_owed_id=None if oldest is None else oldest[0],
+        oldest_owed_at=None if oldest is None else oldest[1],
+    )

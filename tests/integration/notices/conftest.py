@@ -1,0 +1,230 @@
+"""Rows for the relay's tests, written with the ORM directly (no PBKDF2: a user here is a row
+with an Email, which is all a notice needs), a fake clock, and a pickup directory outside any
+git tree."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from shared.clock import FakeClock
+from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
+from shared.db.uow import unit_of_work
+from shared.notices.sweep import NoticeSweep
+from shared.notices.transports import NoticeTransport
+from shared.settings import pickup_directory_problem
+
+START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
+CONTACT = "AzureBank security desk, +44 20 7946 0000"
+_tags = itertools.count()
+
+
+@dataclass(frozen=True)
+class Owed:
+    """A notice inserted by a test, and the address its user holds."""
+
+    id: uuid.UUID
+    user_id: str
+    email: str | None
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
+
+
+@pytest.fixture
+def pickup(tmp_path: Path) -> Path:
+    directory = tmp_path / "pickup"
+    directory.mkdir()
+    assert pickup_directory_problem(directory) is None  # outside any git tree
+    return directory
+
+
+FRESH = "fresh address"
+
+
+def add_user(session: Session, email: str | None = FRESH) -> tuple[str, str | None]:
+    """A user row with a unique address, or the Email given (which may be None or blank)."""
+    n = next(_tags)
+    user_id = str(uuid.uuid4())
+    address = f"subscriber{n}.{user_id[:8]}@example.com" if email == FRESH else email
+    session.add(
+        AspNetUser(
+            Id=user_id,
+            UserName=f"user{n}-{user_id[:8]}",
+            NormalizedUserName=f"USER{n}-{user_id[:8]}".upper(),
+            Email=address,
+            NormalizedEmail=address.upper() if address else None,
+            EmailConfirmed=True,
+            AzureTag=f"tag{n}-{user_id[:8]}",
+        )
+    )
+    session.flush()
+    return user_id, address
+
+
+def add_notice(
+    session: Session,
+    user_id: str,
+    *,
+    kind: str = NoticeKind.PIN_ENROLLED,
+    created_at: datetime = START,
+    audit_event_id: uuid.UUID | None = None,
+    leased_by: str | None = None,
+    leased_until: datetime | None = None,
+) -> uuid.UUID:
+    notice_id = uuid.uuid4()
+    session.add(
+        SubscriberNotice(
+            Id=notice_id,
+            UserId=user_id,
+            Kind=kind,
+            CreatedAt=created_at,
+            AuditEventId=audit_event_id,
+            LeasedBy=leased_by,
+            LeasedUntil=leased_until,
+        )
+    )
+    session.flush()
+    return notice_id
+
+
+def add_audit_event(
+    session: Session, user_id: str, event: str, *, at: datetime = START
+) -> uuid.UUID:
+    """An audit row with placeholder hashes: the evidence check reads Id, ActorUserId and Event."""
+    sequence = (session.scalar(select(func.max(AuditEvent.Sequence))) or 0) + 1
+    event_id = uuid.uuid4()
+    session.add(
+        AuditEvent(
+            Id=event_id,
+            Sequence=sequence,
+            PayloadVersion=1,
+            ActorUserId=user_id,
+            Event=event,
+            OccurredAt=at,
+            PreviousHash=b"\0" * 32,
+            RowHash=b"\1" * 32,
+        )
+    )
+    session.flush()
+    return event_id
+
+
+def owed_notices(
+    engine: Engine, count: int, *, users: int = 1, kind: str = NoticeKind.PIN_ENROLLED
+) -> list[Owed]:
+    """`count` owed notices spread over `users` users, oldest first, one insert per table."""
+    with unit_of_work(engine) as session:
+        people = [add_user(session) for _ in range(users)]
+        rows = [
+            {
+                "Id": uuid.uuid4(),
+                "UserId": people[i % users][0],
+                "Kind": kind,
+                "CreatedAt": START + timedelta(milliseconds=i),
+            }
+            for i in range(count)
+        ]
+        if rows:
+            session.execute(insert(SubscriberNotice), rows)
+        session.commit()
+    return [
+        Owed(r["Id"], r["UserId"], people[i % users][1])  # type: ignore[arg-type]
+        for i, r in enumerate(rows)
+    ]
+
+
+def notice_row(engine: Engine, notice_id: uuid.UUID) -> SubscriberNotice:
+    with unit_of_work(engine) as session:
+        row = session.get(SubscriberNotice, notice_id)
+        assert row is not None
+        session.expunge(row)
+        return row
+
+
+# --- honest transports for the failure paths (each implements NoticeTransport) ------------------
+
+
+class FailingTransport:
+    """A transport whose every delivery raises `error` (an OSError echoing a path, by default)."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error or OSError("cannot write /srv/pickup/secret-spool/notice.eml")
+        self.attempts = 0
+
+    def describe(self) -> str:
+        return "failing transport"
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        self.attempts += 1
+        raise self.error
+
+
+class SlowTransport:
+    """Delegates, but each delivery moves the fake clock on by `step` (a slow disk)."""
+
+    def __init__(self, inner: NoticeTransport, clock: FakeClock, step: timedelta) -> None:
+        self.inner, self.clock, self.step = inner, clock, step
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        self.clock.advance(self.step)
+        return self.inner.deliver(notice_id, message)
+
+
+class RacingTransport:
+    """Delegates, then another runner marks the same row delivered before this one can."""
+
+    def __init__(self, inner: NoticeTransport, engine: Engine, race: set[uuid.UUID]) -> None:
+        self.inner, self.engine, self.race = inner, engine, race
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        receipt = self.inner.deliver(notice_id, message)
+        if notice_id in self.race:
+            with unit_of_work(self.engine) as session:
+                session.execute(
+                    update(SubscriberNotice)
+                    .where(SubscriberNotice.Id == notice_id)
+                    .values(
+                        DeliveredAt=START,
+                        DeliveryReceipt="another runner's receipt",
+                        LeasedBy=None,
+                        LeasedUntil=None,
+                    )
+                )
+                session.commit()
+        return receipt
+
+
+def make_sweep(
+    engine: Engine,
+    clock: FakeClock,
+    transport: NoticeTransport,
+    *,
+    runner: str = "function/test/1/0000aaaa",
+    lease_seconds: int = 120,
+    batch_size: int = 100,
+) -> NoticeSweep:
+    return NoticeSweep(
+        engine,
+        clock,
+        transport,
+        runner=runner,
+        lease_seconds=lease_seconds,
+        batch_size=batch_size,
+        contact=CONTACT,
+    )

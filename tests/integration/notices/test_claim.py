@@ -1,0 +1,199 @@
+"""ADR-0048 D2: the lease on owed rows, on SQLite and PostgreSQL (`engine` runs each on both)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select, text
+
+from shared.clock import FakeClock
+from shared.db.schema import SubscriberNotice
+from shared.db.uow import unit_of_work
+from shared.notices.claim import NoticeClaim
+from shared.notices.transports import PickupDirectoryTransport
+from tests.integration.notices.conftest import (
+    FailingTransport,
+    RacingTransport,
+    SlowTransport,
+    make_sweep,
+    notice_row,
+    owed_notices,
+)
+
+A = "api/host-a/101/aaaaaaaa"
+B = "function/host-b/202/bbbbbbbb"
+
+
+def _held_by(engine: Engine, runner: str) -> int:
+    with unit_of_work(engine) as session:
+        return int(
+            session.scalar(
+                select(func.count()).where(
+                    SubscriberNotice.LeasedBy == runner, SubscriberNotice.DeliveredAt.is_(None)
+                )
+            )
+            or 0
+        )
+
+
+def test_D2_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed = owed_notices(engine, 3)
+    # Runner A claims and then dies holding its rows.
+    with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+        taken = NoticeClaim(A, lease_seconds=120, batch_size=100).take(session, clock.now())
+        session.commit()
+    assert len(taken.claimed_ids) == 3
+
+    b = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=B)
+    clock.advance(timedelta(seconds=119))
+    live = b.run()
+    assert (live.claimed, live.delivered, live.held_by_others) == (0, 0, 3)
+    assert [(h.runner, h.rows) for h in live.other_holders] == [(A, 3)]
+    assert live.other_holders[0].last_lapse == taken.lease_until
+    assert list(pickup.iterdir()) == []
+
+    clock.advance(timedelta(seconds=1))  # A's lease ends now: lapsed
+    lapsed = b.run()
+    assert (lapsed.claimed, lapsed.delivered, lapsed.held_by_others) == (3, 3, 0)
+    assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
+
+
+def test_D2_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed_notices(engine, 20)
+    failing = make_sweep(engine, clock, FailingTransport(), runner=A, batch_size=4)
+    working = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=B, batch_size=4)
+    delivered = 0
+    for _ in range(5):
+        summary = failing.run()
+        assert summary.held <= 4 and summary.failed == summary.held
+        assert _held_by(engine, A) <= 4
+        delivered += working.run().delivered
+        clock.advance(timedelta(seconds=10))  # within A's lease: A renews, never grows
+    assert _held_by(engine, A) == 4
+    # The cap leaves the rest free for a runner that can deliver.
+    assert delivered == 16
+
+
+def test_D2_held_rows_are_renewed_to_the_new_lease_end_before_anything_is_delivered(
+    engine: Engine, clock: FakeClock
+) -> None:
+    owed = owed_notices(engine, 2)
+    sweep = make_sweep(engine, clock, FailingTransport(), runner=A, lease_seconds=120)
+    first = sweep.run()
+    clock.advance(timedelta(seconds=60))
+    second = sweep.run()
+    assert (first.claimed, second.renewed, second.claimed) == (2, 2, 0)
+    assert second.lease_until == clock.now() + timedelta(seconds=120)
+    for o in owed:
+        row = notice_row(engine, o.id)
+        assert (row.LeasedBy, row.LeasedUntil) == (A, second.lease_until)
+
+
+def test_D2_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owed_notices(engine, 5)
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
+    with caplog.at_level(logging.WARNING, logger="azurebank.notices"):
+        summary = make_sweep(engine, clock, slow, runner=A, lease_seconds=120).run()
+    # t=0 delivers (clock → 70), t=70 delivers (clock → 140), t=140 ≥ 120: stop.
+    assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (2, 3, True)
+    assert len(list(pickup.iterdir())) == 2
+    lines = [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"]
+    assert any("outlived its own lease" in line and "3 held rows" in line for line in lines)
+
+
+def test_D2_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owed = owed_notices(engine, 2)
+    racing = RacingTransport(PickupDirectoryTransport(pickup), engine, {owed[0].id})
+    with caplog.at_level(logging.INFO, logger="azurebank.notices"):
+        summary = make_sweep(engine, clock, racing, runner=A).run()
+    assert (summary.delivered, summary.taken, summary.failed_whole) == (1, 1, None)
+    # DeliveredAt is the concurrency token: the first mark stands.
+    assert notice_row(engine, owed[0].id).DeliveryReceipt == "another runner's receipt"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("found the row taken" in r.getMessage() for r in warnings)
+
+
+def test_D2_a_delivered_row_records_its_receipt_and_the_mark_clears_the_lease(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    (owed,) = owed_notices(engine, 1)
+    make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A).run()
+    row = notice_row(engine, owed.id)
+    assert row.DeliveredAt == clock.now()
+    assert row.DeliveryReceipt == f"pickup:{owed.id}.eml"
+    assert (row.LeasedBy, row.LeasedUntil) == (None, None)
+
+
+def test_D2_one_claim_never_stamps_more_than_it_was_asked_for(
+    engine: Engine, clock: FakeClock
+) -> None:
+    # A plain `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` on PostgreSQL was rescanned per
+    # outer row and stamped 5 of 5 rows for a limit of 3; the claim picks its rows once.
+    owed_notices(engine, 50)
+    for limit in (1, 3, 10):
+        with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+            claim = NoticeClaim(f"verb/h/1/{limit:08x}", lease_seconds=120, batch_size=limit)
+            assert len(claim.take(session, clock.now()).claimed_ids) == limit
+            session.commit()
+        assert _held_by(engine, claim.runner) == limit
+
+
+def _make_the_store_round_lease_times(engine: Engine) -> None:
+    if engine.dialect.name == "postgresql":
+        # timestamp(0) rounds to the nearest second on write.
+        statement = 'ALTER TABLE "SubscriberNotices" ALTER COLUMN "LeasedUntil" TYPE timestamp(0)'
+    else:
+        # SQLite stores the text it is given; a trigger cuts the fraction off every lease end.
+        statement = (
+            'CREATE TRIGGER round_lease AFTER UPDATE OF "LeasedUntil" ON "SubscriberNotices" '
+            'WHEN NEW."LeasedUntil" IS NOT NULL BEGIN UPDATE "SubscriberNotices" '
+            'SET "LeasedUntil" = substr(NEW."LeasedUntil", 1, 19) WHERE "Id" = NEW."Id"; END'
+        )
+    with engine.begin() as connection:
+        connection.execute(text(statement))
+
+
+def test_D2_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_name(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    """ADR-0048 D2: "a store that rounded a timestamp could make it claim N and read back none".
+
+    The store is made to round for real: on PostgreSQL the column becomes `timestamp(0)` (it
+    rounds to whole seconds on write); on SQLite a trigger truncates the stored text to whole
+    seconds. The clock stands at a sub-second instant, so the lease end this runner writes
+    (…:02:00.7) is not the one the store holds (…:02:01 on PostgreSQL, …:02:00 on SQLite). The
+    test first proves that, by showing a re-read by the instant written finds none of the rows;
+    then a sweep, which re-reads by name, delivers every row it claimed.
+    """
+    _make_the_store_round_lease_times(engine)
+    owed = owed_notices(engine, 3)
+    clock.advance(timedelta(milliseconds=700))
+
+    with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+        claim = NoticeClaim(A, lease_seconds=120, batch_size=100)
+        taken = claim.take(session, clock.now())
+        session.commit()
+    with unit_of_work(engine) as session:
+        by_instant = session.scalar(
+            select(func.count()).where(SubscriberNotice.LeasedUntil == taken.lease_until)
+        )
+        by_name = claim.held(session)
+    assert len(taken.claimed_ids) == 3
+    assert by_instant == 0  # the store did round: a re-read by the instant reads back none
+    assert {h.id for h in by_name} == {o.id for o in owed}
+    assert all(h.leased_until != taken.lease_until for h in by_name)
+
+    summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A).run()
+    assert (summary.renewed, summary.held, summary.delivered) == (3, 3, 3)
+    assert len(list(pickup.iterdir())) == 3

@@ -1,0 +1,145 @@
+"""ADR-0052: the evidence check, named after the ADR's own tests, on SQLite and PostgreSQL.
+
+Each case runs a real sweep into a pickup directory and reads the findings it reports; every
+notice is delivered whatever the finding (a finding is a Warning and changes nothing else).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, delete, update
+
+from shared.clock import FakeClock
+from shared.db.schema import AuditEvent, NoticeKind, SubscriberNotice
+from shared.db.uow import unit_of_work
+from shared.notices.evidence import EvidenceFinding, EvidenceQuestion
+from shared.notices.outcomes import DeliveryOutcome
+from shared.notices.transports import PickupDirectoryTransport
+from tests.integration.notices.conftest import add_audit_event, add_notice, add_user, make_sweep
+
+CHANGED = NoticeKind.PIN_CHANGED
+ENROLLED = NoticeKind.PIN_ENROLLED
+
+
+def _sweep_findings(
+    engine: Engine, clock: FakeClock, pickup: Path, expect_delivered: int
+) -> list[EvidenceFinding]:
+    outcomes: list[DeliveryOutcome] = []
+    summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup)).run(
+        on_outcome=outcomes.append
+    )
+    # A finding changes no count: every notice is still delivered.
+    assert summary.delivered == expect_delivered and summary.failed == 0
+    return [o.finding for o in outcomes if o.finding is not None]
+
+
+def _enrolled_then_changes(
+    engine: Engine, changes: int
+) -> tuple[str, list[uuid.UUID], list[uuid.UUID]]:
+    """A user who enrolled a PIN and changed it `changes` times: each notice names its own row."""
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session)
+        events = [add_audit_event(session, user_id, ENROLLED)]
+        notices = [add_notice(session, user_id, kind=ENROLLED, audit_event_id=events[0])]
+        for _ in range(changes):
+            events.append(add_audit_event(session, user_id, CHANGED))
+            notices.append(add_notice(session, user_id, kind=CHANGED, audit_event_id=events[-1]))
+        session.commit()
+    return user_id, events, notices
+
+
+def _delete_audit_row(engine: Engine, event_id: uuid.UUID) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(delete(AuditEvent).where(AuditEvent.Id == event_id))
+        session.commit()
+
+
+def _point(engine: Engine, notice_id: uuid.UUID, event_id: uuid.UUID | None) -> None:
+    with unit_of_work(engine) as session:
+        session.execute(
+            update(SubscriberNotice)
+            .where(SubscriberNotice.Id == notice_id)
+            .values(AuditEventId=event_id)
+        )
+        session.commit()
+
+
+def test_ANoticeWhoseOwnAuditRowIsGone_IsFOUND_WhileTheUsersOtherRowsSurvive(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, events, notices = _enrolled_then_changes(engine, changes=3)
+    _delete_audit_row(engine, events[2])  # the second change's evidence; the others survive
+    with caplog.at_level(logging.WARNING, logger="azurebank.notices.evidence"):
+        findings = _sweep_findings(engine, clock, pickup, expect_delivered=4)
+    assert findings == [EvidenceFinding(notices[2], CHANGED, events[2], EvidenceQuestion.EXACT)]
+    assert findings[0].line == (
+        f"NO AUDIT ROW: notice {notices[2]} (PinChanged): the PinChanged row it names, "
+        f"{events[2]}, is gone, or is not this notice's"
+    )
+    warnings = [r for r in caplog.records if r.name == "azurebank.notices.evidence"]
+    assert [(r.levelno, r.getMessage()) for r in warnings] == [(logging.WARNING, findings[0].line)]
+
+
+@pytest.mark.parametrize(
+    "onto", ["another kind's row of the same user", "the same kind's row of another user"]
+)
+def test_ANoticeRePointedAtAnotherRow_IsStillFound_BecauseTheNamedRowMustBeThisNotices(
+    onto: str, engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    _, events, notices = _enrolled_then_changes(engine, changes=1)
+    if onto == "another kind's row of the same user":
+        target = events[0]  # the enrolment's row: it exists, but it is a PinEnrolled row
+    else:
+        _, other_events, _ = _enrolled_then_changes(engine, changes=1)
+        target = other_events[1]  # a PinChanged row, but another user's
+    _delete_audit_row(engine, events[1])
+    _point(engine, notices[1], target)
+    findings = _sweep_findings(
+        engine, clock, pickup, expect_delivered=4 if "another user" in onto else 2
+    )
+    assert findings == [EvidenceFinding(notices[1], CHANGED, target, EvidenceQuestion.EXACT)]
+    assert "is gone, or is not this notice's" in findings[0].line
+
+
+def test_ARePointToANOTHERRowOfTHESAMEKind_IsNotCaught_AndThisPinsHowFarD3Reaches(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    """ADR-0052 D3's limit: (ActorUserId, Event) cannot see a re-point within one kind. Zero
+    findings is the pinned behaviour; this goes red the day an integrity binding arrives."""
+    _, events, notices = _enrolled_then_changes(engine, changes=2)
+    _delete_audit_row(engine, events[2])
+    _point(engine, notices[2], events[1])  # the same user's other PinChanged row
+    assert _sweep_findings(engine, clock, pickup, expect_delivered=3) == []
+
+
+def test_ANULLEDPointer_IsAskedTheOldQuestion_SoAnotherRowOfItsKindAnswersForIt(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    """ADR-0052 (the nulled pointer, under D3's limit): a null is how the run knows a notice
+    written before the column, so it gets the weaker question, which another row answers."""
+    _, events, notices = _enrolled_then_changes(engine, changes=2)
+    _delete_audit_row(engine, events[2])
+    _point(engine, notices[2], None)
+    assert _sweep_findings(engine, clock, pickup, expect_delivered=3) == []
+
+
+def test_ANoticeThatNamesNoRow_StillGetsTheWeakerQuestion_WhichIsTheBacklogsShape(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    with unit_of_work(engine) as session:
+        backed_user, _ = add_user(session)
+        add_audit_event(session, backed_user, ENROLLED)
+        add_notice(session, backed_user, kind=ENROLLED)  # pre-migration shape, evidence stands
+        bare_user, _ = add_user(session)
+        bare = add_notice(session, bare_user, kind=ENROLLED)  # pre-migration shape, no evidence
+        session.commit()
+    findings = _sweep_findings(engine, clock, pickup, expect_delivered=2)
+    assert findings == [EvidenceFinding(bare, ENROLLED, None, EvidenceQuestion.WEAKER)]
+    assert findings[0].line == (
+        f"NO AUDIT ROW: notice {bare} (PinEnrolled): no PinEnrolled row exists for that user at "
+        "all — this notice names no row, so that is the weaker question"
+    )

@@ -1,0 +1,307 @@
+"""`azurebank notify` (ADR-0048 D3, D5; DESIGN §8) and `azurebank notices status`, run through the
+command line's own `main` on SQLite and PostgreSQL, and once more as real processes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from shared.cli import exits
+from shared.cli.main import main
+from shared.db.schema import NoticeKind
+from shared.db.uow import unit_of_work
+from tests.integration.notices.conftest import (
+    CONTACT,
+    add_notice,
+    add_user,
+    make_sweep,
+    notice_row,
+    owed_notices,
+)
+
+OTHER = "api/host-x/4242/0badf00d"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def verb_env(monkeypatch: pytest.MonkeyPatch, db_url: str, pickup: Path) -> dict[str, str]:
+    env = {
+        "Database__Url": db_url,
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": CONTACT,
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+def _notify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["notify", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _lease_until_from_now(minutes: float) -> datetime:
+    return datetime.now(UTC) + timedelta(minutes=minutes)
+
+
+def test_D5_notify_exits_0_after_delivering(
+    verb_env: dict[str, str], engine: Engine, pickup: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    owed = owed_notices(engine, 3)
+    code, out, _ = _notify(capsys)
+    assert code == exits.OK
+    assert "delivered 3" in out
+    assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
+    for o in owed:
+        row = notice_row(engine, o.id)
+        assert row.DeliveredAt is not None and row.LeasedBy is None
+    # The runner name it announces is the verb's (D5).
+    assert "notify: as verb/" in out and "lease 120s" in out
+
+
+def test_D5_notify_exits_2_nothing_owed_and_the_line_says_which_reading(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _notify(capsys)
+    assert code == exits.NOTHING_TO_DO
+    assert "notify: nothing to do: nothing owed" in out
+
+
+def test_D5_notify_exits_2_when_everything_owed_is_held_under_another_runners_live_lease(
+    verb_env: dict[str, str], engine: Engine, pickup: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    until = _lease_until_from_now(10)
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session)
+        held = [add_notice(session, user_id, leased_by=OTHER, leased_until=until) for _ in range(2)]
+        session.commit()
+    code, out, _ = _notify(capsys)
+    assert code == exits.NOTHING_TO_DO
+    assert (
+        "notify: nothing to do: everything owed is held under another runner's live lease: "
+        f"{OTHER} (2 owed rows, lease lapses at "
+    ) in out
+    assert "nothing owed" not in out
+    assert list(pickup.iterdir()) == []
+    for notice_id in held:
+        assert notice_row(engine, notice_id).LeasedBy == OTHER  # stepped aside (D5)
+
+    code, out, _ = _notify(capsys, "--json")
+    report = json.loads(out)
+    assert code == exits.NOTHING_TO_DO
+    assert report["reading"] == "everything owed is held under another runner's live lease"
+    assert [(h["runner"], h["rows"]) for h in report["heldByOthers"]] == [(OTHER, 2)]
+
+
+def test_D5_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session)
+        add_notice(session, user_id, leased_by=OTHER, leased_until=_lease_until_from_now(10))
+        lapsed = add_notice(
+            session, user_id, leased_by=OTHER, leased_until=_lease_until_from_now(-1)
+        )
+        session.commit()
+    code, out, _ = _notify(capsys)
+    # The lapsed lease is taken over and delivered; the live one is counted and named.
+    assert code == exits.OK
+    assert notice_row(engine, lapsed).DeliveredAt is not None
+    assert f"notify: held under a live lease by {OTHER} (1 owed rows" in out
+
+
+def test_D3_a_row_whose_file_exists_is_refused_stays_owed_and_notify_exits_6_on_every_run(
+    verb_env: dict[str, str],
+    engine: Engine,
+    pickup: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (owed,) = owed_notices(engine, 1)
+    existing = pickup / f"{owed.id}.eml"
+    existing.write_bytes(b"the file an earlier attempt produced\r\n")
+    for _ in range(2):  # "on the next run it is refused again, never overwritten"
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="azurebank.notices"):
+            code, out, _ = _notify(capsys)
+        assert code == exits.REFUSED_FILE
+        assert f"REFUSED: notice {owed.id}" in out and "move the file and run again" in out
+        assert existing.read_bytes() == b"the file an earlier attempt produced\r\n"
+        assert sorted(p.name for p in pickup.iterdir()) == [existing.name]  # no temporary left
+        row = notice_row(engine, owed.id)
+        assert row.DeliveredAt is None  # the row is the truth: still owed, beside the file
+        refusals = [r for r in caplog.records if "Notice refused" in r.getMessage()]
+        assert len(refusals) == 1 and refusals[0].levelno == logging.WARNING
+
+
+def test_D3_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
+    engine: Engine, pickup: Path
+) -> None:
+    from shared.clock import FakeClock
+    from shared.notices.transports import PickupDirectoryTransport
+
+    (owed,) = owed_notices(engine, 1)
+    existing = pickup / f"{owed.id}.eml"
+    existing.write_bytes(b"first\r\n")
+    clock = FakeClock()
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup))
+    for _ in range(3):
+        summary = sweep.run()
+        assert (summary.held, summary.refused, summary.delivered) == (1, 1, 0)
+        clock.advance(timedelta(seconds=30))
+    assert existing.read_bytes() == b"first\r\n"
+    assert notice_row(engine, owed.id).DeliveredAt is None
+
+
+def test_D5_notify_exits_1_when_another_failure_left_rows_owed(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session, email="   ")
+        blank = add_notice(session, user_id)
+        good_user, _ = add_user(session)
+        add_notice(session, good_user)
+        session.commit()
+    code, out, _ = _notify(capsys, "--json")
+    report = json.loads(out)
+    assert code == exits.FAILURE
+    assert report["delivered"] == 1
+    assert report["failed"] == [
+        {
+            "noticeId": str(blank),
+            "kind": NoticeKind.PIN_ENROLLED.value,
+            "status": "unusable-address",
+            "detail": "blank",
+        }
+    ]
+    assert report["reading"] is None and report["exitCode"] == 1
+
+
+def test_D5_a_row_that_failed_is_let_go_when_notify_exits_so_the_next_run_may_take_it(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session, email=None)
+        notice_id = add_notice(session, user_id, kind="PasswordReset")
+        session.commit()
+    assert _notify(capsys)[0] == exits.FAILURE
+    row = notice_row(engine, notice_id)
+    assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)
+
+
+@pytest.mark.parametrize("where", ["inside a git tree", "missing"])
+def test_D6_notify_exits_78_for_a_pickup_directory_inside_a_git_tree_or_missing(
+    where: str,
+    monkeypatch: pytest.MonkeyPatch,
+    sqlite_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if where == "missing":
+        directory = tmp_path / "no-such-directory"
+        expected = "does not exist"
+    else:
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+        directory = repo / "spool"
+        directory.mkdir()
+        expected = "inside a git tree"
+    monkeypatch.setenv("Database__Url", sqlite_url)
+    monkeypatch.setenv("Notices__PickupDirectory", str(directory))
+    monkeypatch.setenv("Notices__Contact", CONTACT)
+    code, out, err = _notify(capsys)
+    assert code == exits.CONFIG
+    assert "Notices__PickupDirectory" in err and expected in err and "Fix:" in err
+    assert str(directory) not in err + out  # the path may name a user's home
+
+
+def test_notices_status_shows_owed_rows_their_holders_and_the_oldest_owed_rows_age(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    created = datetime.now(UTC) - timedelta(hours=1, minutes=2, seconds=3)
+    with unit_of_work(engine) as session:
+        user_id, _ = add_user(session)
+        oldest = add_notice(session, user_id, created_at=created)
+        add_notice(session, user_id, created_at=created + timedelta(minutes=1))
+        add_notice(
+            session,
+            user_id,
+            created_at=created + timedelta(minutes=2),
+            leased_by=OTHER,
+            leased_until=_lease_until_from_now(5),
+        )
+        session.commit()
+    assert main(["notices", "status"]) == exits.OK
+    out = capsys.readouterr().out
+    assert "owed: 3 (free to claim 2, under a live lease 1)" in out
+    assert f"oldest owed: {oldest}" in out and "1h 2m" in out
+    assert f"held by {OTHER}: 1 rows, lease until " in out and "(live)" in out
+
+    assert main(["notices", "status", "--json"]) == exits.OK
+    status = json.loads(capsys.readouterr().out)
+    assert (status["owed"], status["free"], status["heldLive"]) == (3, 2, 1)
+    assert status["oldestOwed"]["noticeId"] == str(oldest)
+    assert 3700 < status["oldestOwed"]["ageSeconds"] < 3800
+    assert [(h["runner"], h["rows"], h["live"]) for h in status["holders"]] == [(OTHER, 1, True)]
+
+
+# --- real processes ---------------------------------------------------------------------------
+
+
+def _process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shared.cli", *args],
+        cwd=ROOT,
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.e2e
+def test_D5_the_azurebank_process_exits_0_then_2_and_78_with_the_documented_lines(
+    sqlite_url: str, pickup: Path, tmp_path: Path
+) -> None:
+    from shared.db.engine import build_engine
+
+    engine = build_engine(sqlite_url)
+    try:
+        (owed,) = owed_notices(engine, 1)
+    finally:
+        engine.dispose()
+    env = {
+        "Database__Url": sqlite_url,
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": CONTACT,
+    }
+    first = _process(env, "notify")
+    assert first.returncode == 0, first.stderr
+    assert (pickup / f"{owed.id}.eml").is_file()
+    assert "Notice delivered: " in first.stderr  # Information, on stderr; the report on stdout
+    second = _process(env, "notify", "--json")
+    assert second.returncode == 2
+    assert json.loads(second.stdout)["reading"] == "nothing owed"
+    refused = _process({**env, "Notices__PickupDirectory": str(tmp_path / "gone")}, "notify")
+    assert refused.returncode == 78
+    assert "Notices__PickupDirectory" in refused.stderr and "Traceback" not in refused.stderr
+    status = _process(env, "notices", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["owed"] == 0
+
+
+@pytest.mark.e2e
+def test_notify_help_names_its_exit_codes() -> None:
+    done = _process({}, "notify", "--help")
+    assert done.returncode == 0
+    assert "6 a refused file" in " ".join(done.stdout.split())

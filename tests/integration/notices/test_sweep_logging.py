@@ -1,0 +1,133 @@
+"""ADR-0048 D7 (and D4, ADR-0017): every log record of full sweeps that meet every kind of failure
+holds no user's address and no path of a notice file; each kind is logged at its level."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from shared.clock import FakeClock
+from shared.db.engine import build_engine
+from shared.db.schema import NoticeKind
+from shared.db.uow import unit_of_work
+from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
+from tests.integration.notices.conftest import (
+    FRESH,
+    RacingTransport,
+    SlowTransport,
+    add_notice,
+    add_user,
+    make_sweep,
+)
+
+
+class ScriptedTransport:
+    """Delegates, except for the notices told to fail: their OSError's message echoes the
+    notice file's path and the recipient, as a real I/O error or a relay's refusal can."""
+
+    def __init__(self, inner: NoticeTransport, fail: dict[uuid.UUID, str]) -> None:
+        self.inner, self.fail = inner, fail
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        if notice_id in self.fail:
+            raise OSError(28, f"No space left writing {self.fail[notice_id]}")
+        return self.inner.deliver(notice_id, message)
+
+
+def test_D7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_every_failure(
+    engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    addresses: list[str] = []
+    with unit_of_work(engine) as session:
+
+        def notice(email: str | None = FRESH, kind: str = NoticeKind.PIN_ENROLLED) -> uuid.UUID:
+            user_id, address = add_user(session, email=email)
+            if address and address.strip():
+                addresses.append(address.strip())
+            return add_notice(session, user_id, kind=kind)
+
+        delivered = notice()
+        missing, blank = notice(email=None), notice(email="  ")
+        invalid = notice(email="Ada Lovelace <ada.lovelace@example.com>")
+        addresses.append("ada.lovelace@example.com")
+        unrenderable = notice(kind="PasswordReset")
+        transport_fails = notice()
+        refused = notice()
+        taken = notice()
+        gone_user, gone_address = add_user(session)
+        addresses.append(str(gone_address))
+        exact_finding = add_notice(
+            session, gone_user, kind=NoticeKind.PIN_CHANGED, audit_event_id=uuid.uuid4()
+        )
+        session.commit()
+
+    existing = pickup / f"{refused}.eml"
+    existing.write_bytes(b"an earlier attempt\r\n")
+    failing_file = pickup / f"{transport_fails}.eml"
+    transport = RacingTransport(
+        ScriptedTransport(
+            PickupDirectoryTransport(pickup),
+            {transport_fails: f"{failing_file} for {addresses[-1]}"},
+        ),
+        engine,
+        {taken},
+    )
+    paths = [str(pickup), str(existing), str(failing_file), str(tmp_path)]
+
+    caplog.set_level(logging.DEBUG)
+    summary = make_sweep(engine, clock, transport, runner="function/h/1/0000000a").run()
+    # A second runner whose sweep outlives its lease, and one whose database is unreachable.
+    with unit_of_work(engine) as session:
+        late_user, late_address = add_user(session)
+        addresses.append(str(late_address))
+        add_notice(session, late_user)
+        add_notice(session, late_user)
+        session.commit()
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=200))
+    lapsed = make_sweep(engine, clock, slow, runner="api/h/2/0000000b").run()
+    broken_engine = build_engine(f"sqlite:///{tmp_path}/no-such-directory/{addresses[0]}.db")
+    try:
+        broken = make_sweep(
+            broken_engine, clock, PickupDirectoryTransport(pickup), runner="verb/h/3/0000000c"
+        ).run()
+    finally:
+        broken_engine.dispose()
+
+    assert summary.delivered == 2  # the plain one and the one whose evidence is missing
+    assert (summary.refused, summary.taken, summary.failed) == (1, 1, 5)
+    assert lapsed.lease_lapsed and broken.failed_whole == "OperationalError"
+
+    texts = []
+    for record in caplog.records:
+        text = record.getMessage()
+        if record.exc_info:
+            text += logging.Formatter().formatException(record.exc_info)
+        texts.append(text)
+    leaked = [(t, a) for t in texts for a in addresses + paths if a in t]
+    assert leaked == []
+    assert all("No space left" not in t for t in texts)  # the OSError's message, never its text
+
+    def levels(fragment: str) -> set[int]:
+        return {r.levelno for r in caplog.records if fragment in r.getMessage()}
+
+    assert levels(f"Notice delivered: {delivered}") == {logging.INFO}
+    assert levels(f"{missing} (PinEnrolled): the user's address is missing") == {logging.WARNING}
+    assert levels(f"{blank} (PinEnrolled): the user's address is blank") == {logging.WARNING}
+    assert levels(f"{invalid} (PinEnrolled): the user's address is invalid") == {logging.WARNING}
+    assert levels(f"{unrenderable}: kind 'PasswordReset' has no message") == {logging.WARNING}
+    assert levels(f"{transport_fails} (PinEnrolled): the transport failed with OSError") == {
+        logging.WARNING
+    }
+    assert levels(f"Notice refused: {refused}") == {logging.WARNING}
+    assert levels(f"{taken} (PinEnrolled) was already marked delivered") == {logging.WARNING}
+    assert levels(f"NO AUDIT ROW: notice {exact_finding}") == {logging.WARNING}
+    assert levels("outlived its own lease") == {logging.WARNING}
+    assert levels("failed as a whole with OperationalError") == {logging.ERROR}

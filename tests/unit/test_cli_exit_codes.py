@@ -1,0 +1,55 @@
+"""DESIGN §8 and docs/cli.md: `azurebank` answers a wrong command line with 64 and refused
+settings with 78, naming the key and the fix — never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.cli import exits
+from shared.cli.main import main
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["frobnicate"], ["db"], ["serve", "--port", "0"], ["token"], ["users", "add"]],
+    ids=["nothing", "unknown-command", "db-without-verb", "bad-port", "token-no-user", "add-bare"],
+)
+def test_a_wrong_command_line_exits_64(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == exits.USAGE == 64
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    assert "db" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["db", "upgrade"], ["token", "--user", "u1"], ["serve"]])
+def test_refused_settings_exit_78_naming_the_key_and_the_fix(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("Notices__BatchSize", "0")
+    assert main(argv) == exits.CONFIG == 78
+    err = capsys.readouterr().err
+    assert "Notices__BatchSize" in err and "Fix:" in err
+    assert "Traceback" not in err
+
+
+def test_token_without_a_signing_key_exits_78(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["token", "--user", "u1"]) == exits.CONFIG
+    assert "Auth__SigningKey" in capsys.readouterr().err
+
+
+def test_db_upgrade_migrates_a_new_sqlite_file_and_is_repeatable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("Database__Url", f"sqlite:///{tmp_path}/cli.db")
+    assert main(["db", "upgrade"]) == exits.OK
+    assert main(["db", "upgrade"]) == exits.OK
+    assert "upgraded" in capsys.readouterr().out

@@ -1,0 +1,127 @@
+"""The identity operations are named Functions handing to the one FastAPI app (DESIGN §2, §5):
+`accounts`, and `pin_enrol` / `pin_change` as two Functions on one route told apart by method;
+and the OpenAPI document declares each status and errorCode they can answer as problem+json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from api_funcs.functions import OPERATIONS
+from shared.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+IDENTITY_OPERATIONS = {
+    "accounts": ("accounts", ["GET"]),
+    "pin_enrol": ("pin", ["POST"]),
+    "pin_change": ("pin", ["PUT"]),
+}
+
+
+def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route() -> None:
+    # A fresh interpreter: get_functions() may run once per process (FACTS).
+    code = textwrap.dedent(
+        """
+        import json, os
+        os.environ["Database__Url"] = "sqlite:///unused.db"  # the host refuses to start without
+        import function_app
+        out = {}
+        for f in function_app.app.get_functions():
+            bindings = json.loads(f.get_function_json())["bindings"]
+            for t in bindings:
+                if t["type"] == "httpTrigger":
+                    out[f.get_function_name()] = [t["route"], t["methods"], t["authLevel"]]
+        print(json.dumps(out))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    functions = json.loads(done.stdout.strip().splitlines()[-1])
+    for name, (route, methods) in IDENTITY_OPERATIONS.items():
+        assert functions[name] == [route, methods, "FUNCTION"]
+
+
+def _flat(routes: list[Any]) -> list[Any]:
+    # FastAPI 0.165 keeps an included router behind a wrapper holding `original_router`.
+    out: list[Any] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        out.extend(_flat(inner.routes) if inner is not None else [route])
+    return out
+
+
+def test_every_operation_is_a_fastapi_route_of_the_same_name_route_and_methods() -> None:
+    app = create_app(AppContext(load_settings({})))
+    routes = {
+        getattr(r, "name", None): (getattr(r, "path", ""), sorted(getattr(r, "methods", ())))
+        for r in _flat(app.routes)
+    }
+    for op in OPERATIONS:
+        assert routes[op.name] == (f"/api/{op.route}", sorted(op.methods))
+    # DESIGN §2: the Function routes and the FastAPI routes are the same set.
+    assert {n for n in routes if n != "openapi"} == {op.name for op in OPERATIONS}
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    return create_app(AppContext(load_settings({}))).openapi()
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "success", "refusals"),
+    [
+        ("/api/accounts", "get", "200", {"401": ["UNAUTHENTICATED"]}),
+        (
+            "/api/pin",
+            "post",
+            "201",
+            {
+                "401": ["UNAUTHENTICATED", "INVALID_PASSWORD"],
+                "409": ["PIN_ALREADY_ENROLLED"],
+                "400": ["VALIDATION_FAILED"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE"],
+            },
+        ),
+        (
+            "/api/pin",
+            "put",
+            "200",
+            {
+                "401": ["UNAUTHENTICATED", "INVALID_PIN"],
+                "422": ["PIN_REQUIRED"],
+                "429": ["PIN_LOCKED"],
+                "400": ["VALIDATION_FAILED"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE"],
+            },
+        ),
+    ],
+)
+def test_openapi_declares_each_status_and_error_code_as_problem_json(
+    openapi: dict[str, Any],
+    path: str,
+    method: str,
+    success: str,
+    refusals: dict[str, list[str]],
+) -> None:
+    responses = openapi["paths"][path][method]["responses"]
+    assert set(responses) == {success, *refusals}  # and nothing FastAPI invented (its 422)
+    for status, codes in refusals.items():
+        schema = responses[status]["content"]["application/problem+json"]["schema"]
+        assert schema["properties"]["errorCode"]["enum"] == codes
+    if "429" in refusals:
+        assert "Retry-After" in responses["429"]["headers"]
+    assert "HTTPValidationError" not in json.dumps(openapi)

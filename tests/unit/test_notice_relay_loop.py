@@ -1,0 +1,221 @@
+"""ADR-0048 D1: the API's hosted loop, NoticeRelayService, with the sweep as a plain callable.
+
+The sweep itself (claim, delivery, transports) is the relay protocol's and is tested there and
+in tests/integration/test_runner_matrix.py; here only the loop's shape is pinned: the first look
+one full period after start, one sweep per period, a catch-all per sweep logged at Error,
+cancellation absorbed as shutdown, and sweeps off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from shared.cli.serve import attach_relay
+from shared.notices.relay_loop import NoticeRelayService
+from shared.settings import Settings, load_settings
+
+RELAY_LOGGER = "azurebank.notices.relay"
+# Generous bounds: the machine is shared and slow; nothing here asserts speed.
+WAIT = 20.0
+
+
+def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
+    pickup = tmp_path / "pickup"
+    pickup.mkdir(exist_ok=True)
+    env = {
+        "Database__Url": f"sqlite:///{tmp_path / 'unused.db'}",
+        "Notices__Runner": runner,
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": "AzureBank support, +1 555 0100",
+        "Notices__PeriodSeconds": "1",
+        "Notices__LeaseSeconds": "3",
+    }
+    env.update(extra)
+    return load_settings(env)
+
+
+class RecordingSweep:
+    """A sweep callable that records when and on which thread it ran, and can raise."""
+
+    def __init__(self, failures: int = 0, message: str = "") -> None:
+        self.calls: list[float] = []
+        self.threads: list[int] = []
+        self.failures = failures
+        self.message = message
+
+    def __call__(self) -> Any:
+        self.calls.append(time.monotonic())
+        self.threads.append(threading.get_ident())
+        if len(self.calls) <= self.failures:
+            raise OSError(self.message)
+        return None
+
+
+async def _until(predicate: Any, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(0.05)
+
+
+def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
+    sweep = RecordingSweep()
+    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+
+    async def scenario() -> float:
+        started = time.monotonic()
+        service.start()
+        await _until(lambda: len(sweep.calls) >= 2)
+        await service.stop()
+        return started
+
+    started = asyncio.run(scenario())
+    # ADR-0048 D1: nothing at start; the first sweep one full period (1 s) later.
+    assert sweep.calls[0] - started >= 0.95
+    # One sweep per period, not back to back.
+    assert sweep.calls[1] - sweep.calls[0] >= 0.5
+
+
+def test_d1_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
+    sweep = RecordingSweep()
+    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+
+    async def scenario() -> int:
+        await service.sweep_once()
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(scenario())
+    assert sweep.threads and sweep.threads[0] != loop_thread
+
+
+def test_d1_a_sweep_that_raises_is_logged_at_error_by_type_only_and_the_next_period_sweeps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret_path = "/home/someone/pickup/3f1c.eml"
+    sweep = RecordingSweep(failures=1, message=f"[Errno 17] File exists: {secret_path!r}")
+    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+
+    async def scenario() -> None:
+        service.start()
+        await _until(lambda: len(sweep.calls) >= 2)
+        await service.stop()
+
+    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        asyncio.run(scenario())
+
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "OSError" in errors[0].getMessage()
+    assert errors[0].exc_info is None  # no traceback: a message can echo a path (D4)
+    assert all(secret_path not in r.getMessage() for r in caplog.records)
+    assert len(sweep.calls) >= 2  # the loop lived on after the failure
+
+
+def test_d1_cancellation_is_absorbed_as_shutdown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = NoticeRelayService(
+        _settings(tmp_path, Notices__PeriodSeconds="60", Notices__LeaseSeconds="120"),
+        database_url="sqlite://",
+        sweep=RecordingSweep(),
+    )
+
+    async def scenario() -> asyncio.Task[None]:
+        service.start()
+        task = service._task
+        assert task is not None
+        await asyncio.sleep(0.1)
+        await service.stop()
+        return task
+
+    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        task = asyncio.run(scenario())
+    assert task.done() and not task.cancelled() and task.exception() is None
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(r.getMessage() == "Notice relay: stopped" for r in caplog.records)
+
+
+def test_stopping_waits_for_a_sweep_already_on_its_thread(tmp_path: Path) -> None:
+    # A file written and never marked would be refused on the next sweep (ADR-0048 D3).
+    entered = threading.Event()
+    finished = threading.Event()
+
+    def slow_sweep() -> None:
+        entered.set()
+        time.sleep(0.5)
+        finished.set()
+
+    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=slow_sweep)
+
+    async def scenario() -> None:
+        service.start()
+        await _until(entered.is_set)
+        await service.stop()
+
+    asyncio.run(scenario())
+    assert finished.is_set()
+
+
+@pytest.mark.parametrize("runner", ["None", "Function"])
+def test_d1_an_api_host_the_flag_does_not_name_logs_the_flag_and_never_sweeps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, runner: str
+) -> None:
+    sweep = RecordingSweep()
+    service = NoticeRelayService(
+        _settings(tmp_path, runner=runner), database_url="sqlite://", sweep=sweep
+    )
+
+    async def scenario() -> object:
+        service.start()
+        result = await service.sweep_once()
+        await service.stop()
+        return result
+
+    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        assert asyncio.run(scenario()) is None
+    assert sweep.calls == []
+    assert not service.delivers
+    lines = [r for r in caplog.records if r.name == RELAY_LOGGER]
+    assert [(r.levelno, r.getMessage()) for r in lines] == [
+        (
+            logging.INFO,
+            f"Notice relay: Notices__Runner is {runner}; this process delivers nothing",
+        )
+    ]
+
+
+def test_d1_http_is_answered_while_a_sweep_is_delivering(tmp_path: Path) -> None:
+    # The sweep blocks its thread until the test has had an HTTP answer: were the sweep on the
+    # event loop, the request below could not be served and the test would time out.
+    entered = threading.Event()
+    release = threading.Event()
+
+    def blocking_sweep() -> None:
+        entered.set()
+        release.wait(WAIT)
+
+    settings = _settings(tmp_path)
+    app = create_app(AppContext(settings, database_url="sqlite://"))
+    service = NoticeRelayService(settings, database_url="sqlite://", sweep=blocking_sweep)
+    attach_relay(app, service)
+    try:
+        with TestClient(app) as client:
+            assert entered.wait(WAIT), "the loop never swept"
+            answered = client.get("/api/health")
+            still_sweeping = not release.is_set()
+            release.set()
+    finally:
+        release.set()
+    assert answered.status_code == 200
+    assert still_sweeping

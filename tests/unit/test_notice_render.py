@@ -1,0 +1,96 @@
+"""DESIGN §6: a notice is an RFC 5322 message from the standard library; what makes an address
+usable; the runner's name (ADR-0048 D5)."""
+
+from __future__ import annotations
+
+import email
+import re
+import uuid
+from datetime import UTC, datetime
+from email import policy
+
+import pytest
+
+from shared.db.schema import NoticeKind
+from shared.notices.address import AddressProblem, address_problem
+from shared.notices.render import UnrenderableKind, message_id, render_notice
+from shared.notices.runner_name import make_runner_name
+
+NOTICE_ID = uuid.UUID("0b9f3c52-6d1e-4c1a-9e43-2f8a1d6c7b10")
+OCCURRED = datetime(2026, 9, 7, 11, 58, 30, tzinfo=UTC)
+NOW = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
+CONTACT = "AzureBank security desk, +44 20 7946 0000"
+
+
+def _render(kind: str = NoticeKind.PIN_CHANGED) -> email.message.EmailMessage:
+    raw = render_notice(
+        notice_id=NOTICE_ID,
+        kind=kind,
+        occurred_at=OCCURRED,
+        address="ada@example.com",
+        contact=CONTACT,
+        now=NOW,
+    )
+    assert b"\r\n" in raw  # CRLF, as a pickup directory's consumer expects
+    parsed = email.message_from_bytes(raw, policy=policy.default)
+    assert isinstance(parsed, email.message.EmailMessage)
+    return parsed
+
+
+@pytest.mark.parametrize("kind", [NoticeKind.PIN_ENROLLED, NoticeKind.PIN_CHANGED])
+def test_a_notice_is_an_rfc5322_message_with_to_subject_date_and_a_message_id_from_its_id(
+    kind: str,
+) -> None:
+    msg = _render(kind)
+    assert msg["To"] == "ada@example.com"
+    assert msg["Subject"]
+    assert msg["From"]  # RFC 5322 §3.6: From and Date are required
+    assert msg["Date"] == "Mon, 07 Sep 2026 12:00:00 +0000"
+    assert msg["Message-ID"] == message_id(NOTICE_ID) == f"<{NOTICE_ID}@notices.azurebank>"
+
+
+def test_the_body_names_the_event_its_utc_time_the_reference_and_the_contact() -> None:
+    body = _render(NoticeKind.PIN_CHANGED).get_content()
+    assert "PIN of your AzureBank account was changed" in body
+    assert "2026-09-07 11:58:30 UTC" in body
+    assert f"Reference: {NOTICE_ID}" in body
+    # ADR-0048 D6 (NIST SP 800-63B-4 §4.6): the contact is in every notice.
+    assert CONTACT in body
+
+
+def test_a_kind_with_no_message_is_unrenderable_not_a_crash_of_another_kind() -> None:
+    with pytest.raises(UnrenderableKind):
+        _render("PasswordChanged")
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (None, AddressProblem.MISSING),
+        ("", AddressProblem.BLANK),
+        ("   ", AddressProblem.BLANK),
+        ("not-an-address", AddressProblem.INVALID),
+        ("a@", AddressProblem.INVALID),
+        ("@example.com", AddressProblem.INVALID),
+        ("a b@example.com", AddressProblem.INVALID),
+        ("a@example.com, b@example.com", AddressProblem.INVALID),
+        ("Ada <a@example.com>", AddressProblem.INVALID),
+        ("a@example.com\r\nBcc: b@example.com", AddressProblem.INVALID),
+        ("a@example..com", AddressProblem.INVALID),
+        ("x" * 250 + "@example.com", AddressProblem.INVALID),
+    ],
+)
+def test_an_unusable_address_is_named_by_its_problem(raw: str | None, problem: str) -> None:
+    assert address_problem(raw) == problem
+
+
+@pytest.mark.parametrize("raw", ["a@example.com", " ada.lovelace+pin@bank.example.org "])
+def test_a_plain_addr_spec_is_usable(raw: str) -> None:
+    assert address_problem(raw) is None
+
+
+@pytest.mark.parametrize("kind", ["api", "function", "verb"])
+def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
+    name = make_runner_name(kind)  # type: ignore[arg-type]
+    assert re.fullmatch(rf"{kind}/[^/\s]+/\d+/[0-9a-f]{{8}}", name)
+    assert make_runner_name(kind) != name  # type: ignore[arg-type]
