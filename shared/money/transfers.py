@@ -138,11 +138,15 @@ class TransferService:
         # instant is read once, under it: the sum's day, the rows' CreatedAt and the spend all
         # use it, so the midnight edge is decided against the day of the spend (D4.3).
         now = self._clock.now()
-        self._limit.check(session, user_id, order.amount, now)
-
+        # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
+        # this account that commits after this read bumps the token and makes our write lose,
+        # and any that committed before it is in the sum. So one account's transfers keep the day
+        # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
+        # covers two accounts of one user, which share no row.
         sender = session.scalar(
             select(Account).where(Account.Id == order.account_id, Account.IsDeleted.is_(False))
         )
+        self._limit.check(session, user_id, order.amount, now)  # D4.3
         if sender is None or sender.UserId != user_id:
             # Closed (or no longer the caller's) since the mint: the authorization names an
             # account that cannot pay.
