@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -41,6 +42,8 @@ from shared.money.applock_sql import is_lock_timeout
 from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, LockTimeout
 
 T = TypeVar("T")
+
+log = logging.getLogger("azurebank.money")
 
 MAX_KEY_LENGTH = 255  # IdempotencyRecords.Key
 
@@ -244,6 +247,9 @@ class IdempotencyKeys:
             self.release(again)
             raise IdempotencyInProgress() from None
         except BaseException:
-            self.release(claim)
+            try:
+                self.release(claim)
+            except Exception:  # the refusal is the answer; a stale marker ages out (see above)
+                log.warning("Could not release an idempotency marker; it will be taken over")
             raise
         return StoredResponse(status, stored[-1]), False

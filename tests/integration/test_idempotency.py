@@ -4,6 +4,7 @@ body refused; a duplicate in flight answered 409."""
 
 from __future__ import annotations
 
+import base64
 import threading
 import time
 from collections.abc import Callable
@@ -12,11 +13,14 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
 
+from shared.audit.chain import AuditChain
 from shared.db.engine import get_engine
 from shared.db.schema import Account, IdempotencyRecord, Transaction
 from shared.db.uow import unit_of_work
-from shared.money.idempotency import IdempotencyKeys, request_hash
+from shared.money.idempotency import IdempotencyKeys, StoredResponse, request_hash
+from shared.money.rails import AccountRails
 from tests.money_support import (
     DEPOSIT,
     INTERNAL,
@@ -26,7 +30,7 @@ from tests.money_support import (
     Customer,
     open_bank,
 )
-from tests.support import unique_key
+from tests.support import CHAIN_KEY, unique_key
 
 
 def _ledger_rows(db_url: str, account_id: object) -> int:
@@ -278,3 +282,40 @@ def test_a_concurrent_duplicate_of_a_transfer_in_flight_answers_409(
         replay = bank.transfer(alice, 10, bob, auth, key=key)
         assert replay.content == results["first"].content
         assert replay.headers["Idempotency-Replayed"] == "true"
+
+
+def test_a_request_that_outlived_its_marker_cannot_store_a_second_success(db_url: str) -> None:
+    """The completion is conditional on the marker still being ours: if it was taken over while
+    we ran, our money rolls back and we answer with the holder's stored success."""
+    with open_bank(db_url) as bank:
+        alice = bank.customer(balance=0)
+        engine = get_engine(db_url)
+        keys = IdempotencyKeys(engine, bank.clock, lock_timeout_seconds=10)
+        rails = AccountRails(
+            engine, bank.clock, AuditChain(base64.b64decode(CHAIN_KEY)), busy_timeout_seconds=10
+        )
+        canonical = {"accountId": str(alice.primary), "amount": "10.00"}
+        key = unique_key()
+
+        def deposit(store: Callable[[Session, str], None]) -> object:
+            # Meanwhile, another request took the stale marker over and completed the deposit.
+            bank.clock.advance(301)
+            winner = keys.run(
+                alice.user_id,
+                "deposit",
+                key,
+                canonical,
+                lambda s2: rails.deposit(
+                    alice.user_id, alice.primary, Decimal(10), on_success=lambda x, _: s2(x, "W")
+                ),
+                status=201,
+            )
+            assert winner == (StoredResponse(201, "W"), False)
+            return rails.deposit(
+                alice.user_id, alice.primary, Decimal(10), on_success=lambda s, _: store(s, "L")
+            )
+
+        answer = keys.run(alice.user_id, "deposit", key, canonical, deposit, status=201)
+        assert answer == (StoredResponse(201, "W"), True)
+        assert _balance(db_url, alice.primary) == 10  # one deposit, not two
+        assert _ledger_rows(db_url, alice.primary) == 1
