@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from api_funcs.context import AppContext
 from api_funcs.problems import install_problem_handlers
-from api_funcs.routes import accounts, health, pin
+from api_funcs.routes import accounts, health, pin, transactions
 
 
 def create_app(context: AppContext) -> FastAPI:
@@ -26,6 +26,7 @@ def create_app(context: AppContext) -> FastAPI:
     app.include_router(health.router)
     app.include_router(accounts.router)
     app.include_router(pin.router)
+    app.include_router(transactions.router)
     _declare_only_real_refusals(app)
     return app
 

@@ -29,6 +29,12 @@ OPERATIONS: tuple[Operation, ...] = (
     # Two Functions on one route, told apart by method (each can be disabled on its own).
     Operation("pin_enrol", "pin", ("POST",)),
     Operation("pin_change", "pin", ("PUT",)),
+    Operation("mint", "transactions/transfer/authorizations", ("POST",)),
+    Operation("transfer", "transactions/transfer", ("POST",)),
+    Operation("internal_transfer", "transactions/internal-transfer", ("POST",)),
+    Operation("deposit", "transactions/deposit", ("POST",)),
+    Operation("withdrawal", "transactions/withdrawal", ("POST",)),
+    Operation("allowance", "transactions/allowance", ("GET",)),
 )
 
 

@@ -84,7 +84,13 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         # Name the fields, never their values: a body may hold a PIN or a password.
         errors = [
-            {"field": _field_name(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
+            {
+                # A JSON decode error's location is a character offset: the field is the body.
+                "field": "body"
+                if e.get("type") == "json_invalid"
+                else _field_name(tuple(e.get("loc", ()))),
+                "message": e.get("msg", "invalid"),
+            }
             for e in exc.errors()
         ]
         return problem_response(

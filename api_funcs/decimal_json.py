@@ -1,0 +1,44 @@
+"""Request bodies parsed with every JSON fraction as a `Decimal`, never a float (DESIGN §3, §5):
+`0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two decimals" is a
+question about the digits sent, not about a binary approximation of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from decimal import Decimal
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.routing import APIRoute
+
+
+def loads_decimal(body: bytes | str) -> Any:
+    """JSON with fractions as Decimal; anything unparsable is a JSONDecodeError."""
+    try:
+        return json.loads(body, parse_float=Decimal)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        # Bad UTF-8, an integer past Python's digit limit, nesting past the recursion limit:
+        # still "not JSON" to the caller (400 VALIDATION_FAILED), never a 500.
+        raise json.JSONDecodeError(type(exc).__name__, "", 0) from None
+
+
+class DecimalJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = loads_decimal(await self.body())
+        return self._json
+
+
+class DecimalJSONRoute(APIRoute):
+    """An APIRoute whose handler reads the body through DecimalJSONRequest."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def decimal_json_handler(request: Request) -> Response:
+            return await handler(DecimalJSONRequest(request.scope, request.receive))
+
+        return decimal_json_handler

@@ -1,0 +1,131 @@
+"""The money path's request and response bodies (DESIGN §5): camelCase JSON, money as a JSON
+number with at most two decimals, above 0 and at most MONEY_MAX (ADR-0046, the one published
+maximum), parsed as Decimal."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+
+from shared.settings import MONEY_MAX
+
+CENT = Decimal("0.01")
+
+
+def _a_json_number(value: Any) -> Any:
+    # DESIGN §5: money travels as JSON numbers, not strings; a float never reaches here (bodies
+    # are parsed with parse_float=Decimal) and a bool is not a number.
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+MONEY_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    "exclusiveMinimum": 0,
+    "maximum": int(MONEY_MAX),
+    "multipleOf": 0.01,
+    "description": "An amount in the account's currency: above 0, at most 100000, at most "
+    "two decimals (ADR-0046: the one published maximum).",
+}
+
+Money = Annotated[
+    Decimal,
+    BeforeValidator(_a_json_number),
+    Field(gt=0, le=MONEY_MAX, decimal_places=2),
+    WithJsonSchema(MONEY_SCHEMA),
+]
+MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
+AzureTag = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+def cents(amount: Decimal) -> Decimal:
+    """The canonical form of a validated amount (100 and 100.00 are one amount)."""
+    return amount.quantize(CENT)
+
+
+def money_number(value: Decimal) -> int | float:
+    """A Decimal as a JSON number: an integer when whole, else its (at most four-decimal)
+    value; floats print the shortest text that round-trips, so 5000.01 stays 5000.01."""
+    normal = value.normalize()
+    if normal == normal.to_integral_value():
+        return int(normal)
+    return float(normal)
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+class MintBody(BaseModel):
+    accountId: uuid.UUID
+    recipientAzureTag: AzureTag
+    amount: Money
+    # Optional here: a missing PIN is the PIN rung's 422 PIN_REQUIRED, after the daily check.
+    pin: str | None = Field(default=None, max_length=64)
+
+
+class TransferBody(BaseModel):
+    accountId: uuid.UUID
+    recipientAzureTag: AzureTag
+    amount: Money
+    # Optional here: a missing authorization is the first rung, 401 AUTHORIZATION_REQUIRED.
+    authorizationId: uuid.UUID | None = None
+
+
+class InternalTransferBody(BaseModel):
+    fromAccountId: uuid.UUID
+    toAccountId: uuid.UUID
+    amount: Money
+
+
+class AccountAmountBody(BaseModel):
+    accountId: uuid.UUID
+    amount: Money
+
+
+# --- responses (for the document; bodies are rendered by money_json) ---------------------------
+
+
+class MintResponse(BaseModel):
+    authorizationId: uuid.UUID
+    expiresAt: datetime
+    accountId: uuid.UUID
+    recipientAzureTag: str
+    amount: MoneyOut
+
+
+class TransferResponse(BaseModel):
+    transactionId: uuid.UUID
+    accountId: uuid.UUID
+    recipientAzureTag: str
+    amount: MoneyOut
+    balance: MoneyOut
+    createdAt: datetime
+
+
+class InternalTransferResponse(BaseModel):
+    transactionId: uuid.UUID
+    fromAccountId: uuid.UUID
+    toAccountId: uuid.UUID
+    amount: MoneyOut
+    balance: MoneyOut
+    createdAt: datetime
+
+
+class RailResponse(BaseModel):
+    transactionId: uuid.UUID
+    accountId: uuid.UUID
+    amount: MoneyOut
+    balance: MoneyOut
+    createdAt: datetime
+
+
+class AllowanceResponse(BaseModel):
+    limit: MoneyOut
+    used: MoneyOut
+    remaining: MoneyOut
+    resetsAt: datetime

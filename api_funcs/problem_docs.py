@@ -1,0 +1,117 @@
+"""What each operation declares in the OpenAPI document (DESIGN §5; ADR-0050 Consequences): per
+status, a problem+json schema whose `errorCode` is one of the codes that status can carry, the
+same list as `x-error-codes`, and, per code, the extension members it always sends."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from api_funcs.problems import PROBLEM_JSON, problem_type
+
+_NUMBER = {"type": "number"}
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Seconds to wait before trying again.",
+        "schema": {"type": "integer", "minimum": 0},
+    }
+}
+
+# The members a code always carries (ADR-0050 D7; DESIGN §5); `remaining` is never sent.
+CODE_MEMBERS: dict[str, dict[str, dict[str, Any]]] = {
+    "DAILY_LIMIT_EXCEEDED": {
+        "limit": _NUMBER,
+        "used": _NUMBER,
+        "requested": _NUMBER,
+        "resetsAt": {"type": "string", "format": "date-time"},
+    },
+    "INSUFFICIENT_FUNDS": {"available": _NUMBER, "requested": _NUMBER},
+    "VALIDATION_FAILED": {
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["field", "message"],
+                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+            },
+        }
+    },
+}
+_FORBIDDEN_MEMBERS: dict[str, list[str]] = {"DAILY_LIMIT_EXCEEDED": ["remaining"]}
+
+_DESCRIPTIONS = {
+    400: "The request is malformed.",
+    401: "Not authenticated, or the transfer authorization or PIN was not accepted.",
+    403: "The account belongs to someone else.",
+    404: "The account or payee does not exist.",
+    409: "A request with this Idempotency-Key is still in flight.",
+    422: "A rule refused the request.",
+    429: "Too many wrong PINs.",
+    503: "The request could not be decided now; nothing moved. Retry after Retry-After.",
+}
+
+
+def _code_schema(status: int, code: str) -> dict[str, Any]:
+    members = CODE_MEMBERS.get(code, {})
+    schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["type", "title", "status", "errorCode", "traceId", *members],
+        "properties": {
+            "type": {"type": "string", "enum": [problem_type(code)]},
+            "title": {"type": "string"},
+            "status": {"type": "integer", "enum": [status]},
+            "errorCode": {"type": "string", "enum": [code]},
+            "traceId": {"type": "string"},
+            **members,
+        },
+    }
+    forbidden = _FORBIDDEN_MEMBERS.get(code)
+    if forbidden:
+        schema["not"] = {"anyOf": [{"required": [name]} for name in forbidden]}
+    return schema
+
+
+def error_code_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, dict[str, Any]]:
+    """FastAPI `responses=` for these statuses and codes."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status, names in sorted(codes.items()):
+        ordered = list(dict.fromkeys(names))
+        entry: dict[str, Any] = {
+            "description": f"{_DESCRIPTIONS.get(status, 'Refused.')} errorCode: "
+            + ", ".join(ordered)
+            + ".",
+            "content": {
+                PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(status, c) for c in ordered]}}
+            },
+            "x-error-codes": ordered,
+        }
+        if status in (429, 503) or (status == 409 and "IDEMPOTENCY_IN_PROGRESS" in ordered):
+            entry["headers"] = _RETRY_AFTER
+        out[status] = entry
+    return out
+
+
+def idempotency_key_parameter() -> dict[str, Any]:
+    """`openapi_extra` for a money operation: the Idempotency-Key header it requires (read by
+    the handler itself, so its absence is 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400)."""
+    return {
+        "parameters": [
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": True,
+                "description": "Unique per intended operation (ADR-0009); a retry with the same "
+                "key and body replays the first success with Idempotency-Replayed: true.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+            }
+        ]
+    }
+
+
+REPLAYED_HEADER = {
+    "Idempotency-Replayed": {
+        "description": "`true` when this is the stored answer to an earlier request with the "
+        "same key and body.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}

@@ -1,0 +1,86 @@
+"""Accounts as the money path sees them: the caller's own open account, a customer's primary
+account, and balance writes guarded by the account's concurrency token."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, select, update
+from sqlalchemy.orm import Session
+
+from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
+from shared.money.refusals import AccountForbidden, AccountNotFound
+from shared.money.retry import LostRace
+
+
+def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> Account:
+    """The caller's open account: 404 ACCOUNT_NOT_FOUND when there is no such open account (a
+    closed one is invisible, as behind the API's soft-delete filter), 403 ACCOUNT_FORBIDDEN when
+    it is another customer's."""
+    account = session.scalar(
+        select(Account).where(Account.Id == account_id, Account.IsDeleted.is_(False))
+    )
+    if account is None:
+        raise AccountNotFound()
+    if account.UserId != user_id:
+        raise AccountForbidden()
+    return account
+
+
+def primary_account(session: Session, user_id: str) -> Account | None:
+    """A customer's primary account: the oldest open one (where incoming transfers land)."""
+    return session.scalar(
+        select(Account)
+        .where(Account.UserId == user_id, Account.IsDeleted.is_(False))
+        .order_by(Account.CreatedAt, Account.Id)
+        .limit(1)
+    )
+
+
+def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
+    """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw);
+    otherwise raise LostRace so the whole attempt runs again on fresh rows."""
+    result = cast(
+        CursorResult[Any],
+        session.execute(
+            update(Account)
+            .where(
+                Account.Id == account.Id,
+                Account.Version == account.Version,
+                Account.IsDeleted.is_(False),
+            )
+            .values(Balance=new_balance, Version=Account.Version + 1)
+            .execution_options(synchronize_session=False)
+        ),
+    )
+    if result.rowcount != 1:
+        raise LostRace()
+
+
+def post_entry(
+    session: Session,
+    *,
+    account_id: uuid.UUID,
+    type_: TransactionType,
+    amount: Decimal,
+    created_at: datetime,
+    entry_id: uuid.UUID | None = None,
+    recipient_azure_tag: str | None = None,
+    counterparty_account_id: uuid.UUID | None = None,
+) -> uuid.UUID:
+    """One completed ledger row (every writer sets Completed, ADR-0050 context)."""
+    entry = Transaction(
+        Id=entry_id or uuid.uuid4(),
+        AccountId=account_id,
+        Type=type_.value,
+        Amount=amount,
+        Status=TransactionStatus.COMPLETED.value,
+        RecipientAzureTag=recipient_azure_tag,
+        CounterpartyAccountId=counterparty_account_id,
+        CreatedAt=created_at,
+    )
+    session.add(entry)
+    return entry.Id

@@ -1,0 +1,138 @@
+"""ADR-0050 D5: the per-user application lock that serialises one user's external transfers, and
+the ONE module holding its SQL, one function per dialect (DESIGN §3).
+
+Two transfers from two accounts of one user to two payees share no row, so only a lock on the
+user (taken first, before the sum and before any row) stops both from reading the same committed
+day and both committing. The wait is bounded by `DailyLimit__LockTimeoutSeconds`; a timeout is a
+fault (503 LOCK_TIMEOUT), never the 422.
+
+    SQL Server  sp_getapplock on 'daily-limit:{userId}', Exclusive, owned by the transaction, with
+                @LockTimeout; the batch THROWs on a negative return, which the driver would not see
+    PostgreSQL  a transaction-local lock_timeout, then pg_advisory_xact_lock on a 64-bit hash of
+                'daily-limit:{userId}' (released at commit or rollback)
+    SQLite      one writer at a time: the unit of work BEGINs IMMEDIATE with the busy timeout set
+                to the lock timeout, so the database's write lock is the application lock
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, TextClause, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from shared.db.uow import unit_of_work
+
+LOCK_RESOURCE_PREFIX = "daily-limit:"
+# The error number and text the SQL Server batch throws when sp_getapplock returns < 0
+# (−1 timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter).
+MSSQL_APPLOCK_ERROR = 51050
+MSSQL_APPLOCK_MESSAGE = "daily-limit lock not granted"
+
+
+def lock_resource(user_id: str) -> str:
+    """The lock's name, as the .NET API's TransferService.DailyLimitLockSql names it."""
+    return f"{LOCK_RESOURCE_PREFIX}{user_id}"
+
+
+def mssql_applock_batch() -> TextClause:
+    """SQL Server: one batch that takes the lock or raises (ExecuteSqlRaw cannot see a return)."""
+    return text(
+        "SET NOCOUNT ON;\n"
+        "DECLARE @result int;\n"
+        "EXEC @result = sp_getapplock @Resource = :resource, @LockMode = 'Exclusive', "
+        "@LockOwner = 'Transaction', @LockTimeout = :timeout_ms;\n"
+        "IF @result < 0\n"
+        "BEGIN\n"
+        "    DECLARE @message nvarchar(200) = CONCAT("
+        f"N'{MSSQL_APPLOCK_MESSAGE}: sp_getapplock returned ', @result);\n"
+        f"    THROW {MSSQL_APPLOCK_ERROR}, @message, 1;\n"
+        "END;"
+    )
+
+
+def postgresql_lock_timeout() -> TextClause:
+    """PostgreSQL: `SET LOCAL lock_timeout = $1` is a syntax error; set_config(…, true) is the
+    transaction-local form that takes a bound value (FACTS)."""
+    return text("SELECT set_config('lock_timeout', :timeout, true)")
+
+
+def postgresql_advisory_lock() -> TextClause:
+    """PostgreSQL: a transaction-scoped advisory lock on a 64-bit hash of the resource name."""
+    return text(
+        "SELECT pg_advisory_xact_lock("
+        "hashtextextended('daily-limit:' || CAST(:user_id AS text), 0))"
+    )
+
+
+def _take_mssql(session: Session, user_id: str, timeout_seconds: int) -> None:
+    session.execute(
+        mssql_applock_batch(),
+        {"resource": lock_resource(user_id), "timeout_ms": timeout_seconds * 1000},
+    )
+
+
+def _take_postgresql(session: Session, user_id: str, timeout_seconds: int) -> None:
+    session.execute(postgresql_lock_timeout(), {"timeout": f"{timeout_seconds * 1000}ms"})
+    session.execute(postgresql_advisory_lock(), {"user_id": user_id})
+
+
+def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) -> None:
+    """Take the user's lock as the transaction's first statement. On SQLite the lock was taken
+    by BEGIN IMMEDIATE already (see DailyLimitLock.unit_of_work)."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        _take_postgresql(session, user_id, timeout_seconds)
+    elif dialect == "mssql":
+        _take_mssql(session, user_id, timeout_seconds)
+    elif dialect == "sqlite":
+        # Start the transaction now, so BEGIN IMMEDIATE (the lock) precedes the sum.
+        session.connection()
+    else:
+        raise ValueError(f"no application lock for dialect {dialect!r}")
+
+
+def is_lock_timeout(error: DBAPIError, dialect: str) -> bool:
+    """Whether a driver error means a lock wait ran out (the 503, never the 422)."""
+    orig = error.orig
+    if dialect == "postgresql":
+        # psycopg.errors.LockNotAvailable; compared by SQLSTATE so psycopg need not be imported.
+        return getattr(orig, "sqlstate", None) == "55P03"
+    if dialect == "sqlite":
+        return "database is locked" in str(orig)
+    if dialect == "mssql":
+        message = str(orig)
+        # 1222: a row lock wait hit SET LOCK_TIMEOUT (not set here, but the same meaning).
+        return (
+            str(MSSQL_APPLOCK_ERROR) in message
+            or MSSQL_APPLOCK_MESSAGE in message
+            or ("(1222)" in message)
+        )
+    return False
+
+
+@dataclass(frozen=True)
+class DailyLimitLock:
+    """Opens the unit of work of one external transfer, holding the user's lock from its first
+    statement. `enabled=False` exists for the control tests and the bench's baseline only: it
+    proves the lock is what keeps the day within the limit."""
+
+    timeout_seconds: int
+    enabled: bool = True
+
+    @contextmanager
+    def unit_of_work(self, engine: Engine, user_id: str) -> Iterator[Session]:
+        if not self.enabled:
+            with unit_of_work(engine) as session:
+                yield session
+            return
+        with unit_of_work(
+            engine,
+            sqlite_begin="IMMEDIATE",
+            sqlite_busy_timeout_ms=self.timeout_seconds * 1000,
+        ) as session:
+            take_daily_limit_lock(session, user_id, self.timeout_seconds)
+            yield session

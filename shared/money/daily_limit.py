@@ -1,0 +1,94 @@
+"""ADR-0050 D1–D4: DailyOutflowLimit, the one helper behind the three checks (mint, pre-check,
+authoritative) and the allowance read.
+
+The day is the UTC calendar day of the injected clock (D1); only external transfers count —
+`TransferOut` rows with a `RecipientAzureTag` (D2); completed rows over every account of the
+user, closed ones included (D3: money that left a drained-then-closed account left that day).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from shared.clock import Clock, utc_day
+from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
+from shared.money.refusals import DailyLimitExceeded
+
+log = logging.getLogger("azurebank.money")
+
+
+def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) -> Select[Decimal]:
+    """The day's external outflow of one user. The join on Accounts.UserId makes the customer
+    the payer (D3: two accounts do not hold two limits); there is no IsDeleted filter (D3).
+    IX_Accounts_UserId then IX_Transactions_AccountId_Type_CreatedAt make it a seek per account
+    on (AccountId, 'TransferOut', [day)), not a scan of the ledger (DESIGN §7)."""
+    return (
+        select(func.sum(Transaction.Amount))
+        .select_from(Transaction)
+        .join(Account, Account.Id == Transaction.AccountId)
+        .where(
+            Account.UserId == user_id,
+            Transaction.Type == TransactionType.TRANSFER_OUT.value,
+            Transaction.CreatedAt >= day_start,
+            Transaction.CreatedAt < day_end,
+            Transaction.RecipientAzureTag.is_not(None),
+            Transaction.Status == TransactionStatus.COMPLETED.value,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """Beyond the ADR (its D8 "remaining today" read): what the day has left."""
+
+    limit: Decimal
+    used: Decimal
+    remaining: Decimal
+    resets_at: datetime
+
+
+class DailyOutflowLimit:
+    """The UTC-day bound on a user's external transfers (DailyLimit__Amount, D6)."""
+
+    def __init__(self, limit: Decimal, clock: Clock) -> None:
+        self.limit = limit
+        # D6: one clock serves the ledger, the mint and the expiry; never the wall clock here.
+        self._clock = clock
+
+    def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
+        """The external outflow already committed on `instant`'s UTC day."""
+        start, end = utc_day(instant)
+        total = session.scalar(daily_outflow_query(user_id, start, end))
+        return Decimal(0) if total is None else Decimal(total)
+
+    def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
+        """Refuse when used + requested would pass the limit; the bound is inclusive (A2.4)."""
+        used = self.used(session, user_id, instant)
+        if used + requested > self.limit:
+            # D7: log-only, no audit row (ADR-0044). The user id is no address.
+            log.info(
+                "Daily limit refused %s for user %s: used %s of %s",
+                requested,
+                user_id,
+                used,
+                self.limit,
+            )
+            raise DailyLimitExceeded(
+                limit=self.limit, used=used, requested=requested, resets_at=utc_day(instant)[1]
+            )
+
+    def allowance(self, session: Session, user_id: str) -> Allowance:
+        now = self._clock.now()
+        used = self.used(session, user_id, now)
+        return Allowance(
+            limit=self.limit,
+            used=used,
+            remaining=max(Decimal(0), self.limit - used),
+            resets_at=utc_day(now)[1],
+        )

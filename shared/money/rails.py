@@ -1,0 +1,215 @@
+"""The neighbouring rails (DESIGN §5): internal transfer between the caller's own accounts,
+deposit and withdrawal. None is counted by the daily limit (ADR-0050 D2, ADR-0056), so none takes
+the application lock; each moves money with the accounts' concurrency tokens in the same retry
+loop as the transfer, and writes an audit row (tail before rows, as everywhere)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import TypeVar
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from shared.clock import Clock
+from shared.db.schema import TransactionType
+from shared.db.uow import unit_of_work
+from shared.errors import DomainError
+from shared.money.accounts import own_open_account, post_entry, write_balance
+from shared.money.ports import AuditAppender
+from shared.money.refusals import InsufficientFunds
+from shared.money.retry import run_money_transaction
+from shared.money.transfers import SuccessHook
+
+INTERNAL_TRANSFER_COMPLETED = "InternalTransferCompleted"
+DEPOSIT_COMPLETED = "DepositCompleted"
+WITHDRAWAL_COMPLETED = "WithdrawalCompleted"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RailReceipt:
+    """A deposit or withdrawal: the ledger row and the account's balance after it."""
+
+    transaction_id: uuid.UUID
+    account_id: uuid.UUID
+    amount: Decimal
+    balance: Decimal
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class InternalTransferReceipt:
+    transaction_id: uuid.UUID
+    from_account_id: uuid.UUID
+    to_account_id: uuid.UUID
+    amount: Decimal
+    balance: Decimal  # the source account's, after the transfer
+    created_at: datetime
+
+
+class AccountRails:
+    """Money movements within one customer's accounts, or across the bank's edge."""
+
+    def __init__(
+        self, engine: Engine, clock: Clock, audit: AuditAppender, *, busy_timeout_seconds: int
+    ) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._audit = audit
+        self._busy_timeout_ms = busy_timeout_seconds * 1000
+
+    def _unit(self) -> AbstractContextManager[Session]:
+        # SQLite: take the write lock at BEGIN, so a read-then-write never meets a stale snapshot.
+        return unit_of_work(
+            self._engine, sqlite_begin="IMMEDIATE", sqlite_busy_timeout_ms=self._busy_timeout_ms
+        )
+
+    def _run(self, work: Callable[[Session], T]) -> T:
+        return run_money_transaction(self._unit, work, dialect=self._engine.dialect.name)
+
+    def internal_transfer(
+        self,
+        user_id: str,
+        from_account_id: uuid.UUID,
+        to_account_id: uuid.UUID,
+        amount: Decimal,
+        *,
+        on_success: SuccessHook | None = None,
+    ) -> InternalTransferReceipt:
+        """TransferOut without a RecipientAzureTag (so D2 does not count it) and TransferIn."""
+        if from_account_id == to_account_id:
+            raise DomainError(
+                "VALIDATION_FAILED",
+                "The request body is not valid.",
+                status=400,
+                errors=[{"field": "toAccountId", "message": "must differ from fromAccountId"}],
+            )
+
+        def attempt(session: Session) -> InternalTransferReceipt:
+            source = own_open_account(session, user_id, from_account_id)
+            target = own_open_account(session, user_id, to_account_id)
+            if source.Balance < amount:
+                raise InsufficientFunds(available=source.Balance, requested=amount)
+            now = self._clock.now()
+            transaction_id = uuid.uuid4()
+            self._audit.append(
+                session,
+                actor_user_id=user_id,
+                event=INTERNAL_TRANSFER_COMPLETED,
+                occurred_at=now,
+                details={
+                    "transactionId": str(transaction_id),
+                    "fromAccountId": str(source.Id),
+                    "toAccountId": str(target.Id),
+                    "amount": str(amount),
+                },
+            )
+            for account, balance in sorted(
+                ((source, source.Balance - amount), (target, target.Balance + amount)),
+                key=lambda pair: str(pair[0].Id),
+            ):
+                write_balance(session, account, balance)
+            post_entry(
+                session,
+                entry_id=transaction_id,
+                account_id=source.Id,
+                type_=TransactionType.TRANSFER_OUT,
+                amount=amount,
+                created_at=now,
+                counterparty_account_id=target.Id,
+            )
+            post_entry(
+                session,
+                account_id=target.Id,
+                type_=TransactionType.TRANSFER_IN,
+                amount=amount,
+                created_at=now,
+                counterparty_account_id=source.Id,
+            )
+            receipt = InternalTransferReceipt(
+                transaction_id, source.Id, target.Id, amount, source.Balance - amount, now
+            )
+            if on_success is not None:
+                on_success(session, receipt)
+            session.flush()
+            return receipt
+
+        return self._run(attempt)
+
+    def deposit(
+        self,
+        user_id: str,
+        account_id: uuid.UUID,
+        amount: Decimal,
+        *,
+        on_success: SuccessHook | None = None,
+    ) -> RailReceipt:
+        return self._run(
+            lambda session: self._single(
+                session, user_id, account_id, amount, TransactionType.DEPOSIT, on_success
+            )
+        )
+
+    def withdrawal(
+        self,
+        user_id: str,
+        account_id: uuid.UUID,
+        amount: Decimal,
+        *,
+        on_success: SuccessHook | None = None,
+    ) -> RailReceipt:
+        """Not counted by the daily limit (ADR-0056); refused only for funds."""
+        return self._run(
+            lambda session: self._single(
+                session, user_id, account_id, amount, TransactionType.WITHDRAWAL, on_success
+            )
+        )
+
+    def _single(
+        self,
+        session: Session,
+        user_id: str,
+        account_id: uuid.UUID,
+        amount: Decimal,
+        type_: TransactionType,
+        on_success: SuccessHook | None,
+    ) -> RailReceipt:
+        account = own_open_account(session, user_id, account_id)
+        outflow = type_ is TransactionType.WITHDRAWAL
+        if outflow and account.Balance < amount:
+            raise InsufficientFunds(available=account.Balance, requested=amount)
+        balance = account.Balance - amount if outflow else account.Balance + amount
+        now = self._clock.now()
+        transaction_id = uuid.uuid4()
+        self._audit.append(
+            session,
+            actor_user_id=user_id,
+            event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
+            occurred_at=now,
+            details={
+                "transactionId": str(transaction_id),
+                "accountId": str(account.Id),
+                "amount": str(amount),
+            },
+        )
+        write_balance(session, account, balance)
+        post_entry(
+            session,
+            entry_id=transaction_id,
+            account_id=account.Id,
+            type_=type_,
+            amount=amount,
+            created_at=now,
+        )
+        receipt = RailReceipt(transaction_id, account.Id, amount, balance, now)
+        if on_success is not None:
+            on_success(session, receipt)
+        session.flush()
+        return receipt

@@ -1,0 +1,121 @@
+"""The money path's typed refusals (DESIGN §5). Titles are safe to show anyone; figures ride as
+extension members and become JSON numbers in api_funcs (ADR-0050 D7).
+
+    NotFound       ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
+    Forbidden      ACCOUNT_FORBIDDEN
+    Unauthenticated AUTHORIZATION_REQUIRED, AUTHORIZATION_EXPIRED, AUTHORIZATION_INVALID
+    Refusal        PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
+    Conflict       IDEMPOTENCY_IN_PROGRESS
+    Fault          LOCK_TIMEOUT, CONCURRENCY_CONFLICT
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from shared.errors import Conflict, DomainError, Fault, Forbidden, NotFound, Refusal
+
+
+def utc_text(instant: datetime) -> str:
+    """An instant as ISO-8601 UTC with a `Z` (`2026-09-08T00:00:00Z`)."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class AccountNotFound(NotFound):
+    error_code = "ACCOUNT_NOT_FOUND"
+    title = "Account not found."
+
+
+class AccountForbidden(Forbidden):
+    error_code = "ACCOUNT_FORBIDDEN"
+    title = "The account belongs to someone else."
+
+
+class PayeeNotFound(NotFound):
+    error_code = "PAYEE_NOT_FOUND"
+    title = "No customer has that AzureTag."
+
+
+class PayeeInvalid(Refusal):
+    error_code = "PAYEE_INVALID"
+    title = "That payee cannot receive this transfer."
+
+
+class AuthorizationRequired(DomainError):
+    status = 401
+    error_code = "AUTHORIZATION_REQUIRED"
+    title = "A transfer authorization is required."
+
+
+class AuthorizationExpired(DomainError):
+    status = 401
+    error_code = "AUTHORIZATION_EXPIRED"
+    title = "The transfer authorization has expired."
+
+
+class AuthorizationInvalid(DomainError):
+    status = 401
+    error_code = "AUTHORIZATION_INVALID"
+    title = "The transfer authorization is not valid for this transfer."
+
+
+class DailyLimitExceeded(Refusal):
+    """ADR-0050 D7: figure-free title; limit, used, requested and resetsAt as members, never
+    `remaining` (the client derives it and branches on errorCode)."""
+
+    error_code = "DAILY_LIMIT_EXCEEDED"
+    title = "Daily transfer limit exceeded."
+
+    def __init__(
+        self, *, limit: Decimal, used: Decimal, requested: Decimal, resets_at: datetime
+    ) -> None:
+        super().__init__(limit=limit, used=used, requested=requested, resetsAt=utc_text(resets_at))
+
+
+class InsufficientFunds(Refusal):
+    error_code = "INSUFFICIENT_FUNDS"
+    title = "Insufficient funds."
+
+    def __init__(self, *, available: Decimal, requested: Decimal) -> None:
+        super().__init__(available=available, requested=requested)
+
+
+class LockTimeout(Fault):
+    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds;
+    a fault, never the 422."""
+
+    error_code = "LOCK_TIMEOUT"
+    title = "The transfer could not be processed in time; try again."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1"})
+
+
+class ConcurrencyConflict(Fault):
+    """Every attempt lost a race on an account's concurrency token; nothing moved."""
+
+    error_code = "CONCURRENCY_CONFLICT"
+    title = "The accounts were busy; nothing moved. Try again."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1"})
+
+
+class IdempotencyKeyReused(Refusal):
+    error_code = "IDEMPOTENCY_KEY_REUSED"
+    title = "This Idempotency-Key was used with a different request."
+
+
+class IdempotencyInProgress(Conflict):
+    error_code = "IDEMPOTENCY_IN_PROGRESS"
+    title = "A request with this Idempotency-Key is still in progress."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "1"})
+
+
+class IdempotencyKeyRequired(DomainError):
+    status = 400
+    error_code = "IDEMPOTENCY_KEY_REQUIRED"
+    title = "Money operations require an Idempotency-Key header."

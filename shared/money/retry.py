@@ -1,0 +1,68 @@
+"""The retry loop around one money transaction (DESIGN §7): each attempt is a fresh unit of work;
+a lost race on an account's concurrency token (or a deadlock the server broke) rolls the whole
+attempt back and runs it again, a bounded number of times."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from shared.money.applock_sql import is_lock_timeout
+from shared.money.refusals import ConcurrencyConflict, LockTimeout
+
+T = TypeVar("T")
+
+log = logging.getLogger("azurebank.money")
+
+# Enough for eight clients on one account (each loser retries behind one winner); small enough
+# that a caller hears 503 CONCURRENCY_CONFLICT in well under a second of backoff.
+MAX_ATTEMPTS = 12
+_BACKOFF_SECONDS = 0.005
+
+
+class LostRace(Exception):
+    """A conditional write matched no row: someone committed first. Retry the attempt."""
+
+
+def _is_transient(error: DBAPIError, dialect: str) -> bool:
+    # Deadlock and serialization failures are races too: the server rolled the attempt back.
+    if dialect == "postgresql":
+        return getattr(error.orig, "sqlstate", None) in {"40P01", "40001"}
+    if dialect == "mssql":
+        return "(1205)" in str(error.orig)
+    return False
+
+
+def run_money_transaction(
+    open_unit: Callable[[], AbstractContextManager[Session]],
+    work: Callable[[Session], T],
+    *,
+    dialect: str,
+    attempts: int = MAX_ATTEMPTS,
+) -> T:
+    """Run `work` in a unit of work and commit it; on a lost race, start again from scratch.
+    Domain refusals raised by `work` pass through (their attempt rolls back)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with open_unit() as session:
+                result = work(session)
+                session.commit()
+                return result
+        except LostRace:
+            pass
+        except DBAPIError as exc:
+            if is_lock_timeout(exc, dialect):
+                raise LockTimeout() from None
+            if not _is_transient(exc, dialect):
+                raise
+        log.info("Money transaction lost a race (attempt %d of %d); retrying", attempt, attempts)
+        # Jitter so losers do not collide again in lockstep.
+        time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
+    raise ConcurrencyConflict()

@@ -1,0 +1,73 @@
+"""ADR-0050 D5 / DESIGN §3: the application lock's SQL, pinned per dialect by compiling it (no
+server, no pyodbc import), and which driver errors count as a lock timeout (the 503)."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+
+import psycopg.errors
+from sqlalchemy.dialects import mssql, postgresql
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from shared.money.applock_sql import (
+    is_lock_timeout,
+    lock_resource,
+    mssql_applock_batch,
+    postgresql_advisory_lock,
+    postgresql_lock_timeout,
+)
+
+
+def test_sql_server_takes_sp_getapplock_for_the_transaction_and_throws_when_refused() -> None:
+    """D5: Exclusive, @LockOwner='Transaction', a bounded @LockTimeout, and a batch that raises on
+    a negative return (which ExecuteSqlRaw — or a driver's rowcount — cannot see)."""
+    compiled = str(mssql_applock_batch().compile(dialect=mssql.dialect()))
+    assert compiled == (
+        "SET NOCOUNT ON;\n"
+        "DECLARE @result int;\n"
+        "EXEC @result = sp_getapplock @Resource = :resource, @LockMode = 'Exclusive', "
+        "@LockOwner = 'Transaction', @LockTimeout = :timeout_ms;\n"
+        "IF @result < 0\n"
+        "BEGIN\n"
+        "    DECLARE @message nvarchar(200) = CONCAT(N'daily-limit lock not granted: "
+        "sp_getapplock returned ', @result);\n"
+        "    THROW 51050, @message, 1;\n"
+        "END;"
+    )
+    assert "pyodbc" not in sys.modules
+
+
+def test_the_lock_is_named_daily_limit_colon_user_id() -> None:
+    assert lock_resource("8d1c0b9e-user") == "daily-limit:8d1c0b9e-user"
+
+
+def test_postgresql_sets_a_transaction_local_lock_timeout_then_takes_an_xact_advisory_lock() -> (
+    None
+):
+    dialect = postgresql.dialect()
+    # FACTS: `SET LOCAL lock_timeout = $1` is a syntax error; set_config(..., true) is local.
+    assert str(postgresql_lock_timeout().compile(dialect=dialect)) == (
+        "SELECT set_config('lock_timeout', %(timeout)s, true)"
+    )
+    assert str(postgresql_advisory_lock().compile(dialect=dialect)) == (
+        "SELECT pg_advisory_xact_lock("
+        "hashtextextended('daily-limit:' || CAST(%(user_id)s AS text), 0))"
+    )
+
+
+def _wrapped(orig: BaseException) -> DBAPIError:
+    return OperationalError("SELECT 1", {}, orig)
+
+
+def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
+    assert is_lock_timeout(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql")
+    assert not is_lock_timeout(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql")
+    assert is_lock_timeout(_wrapped(sqlite3.OperationalError("database is locked")), "sqlite")
+    assert not is_lock_timeout(_wrapped(sqlite3.OperationalError("no such table: x")), "sqlite")
+    refused = Exception(
+        "('42000', '[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]daily-limit "
+        "lock not granted: sp_getapplock returned -1 (51050) (SQLExecDirectW)')"
+    )
+    assert is_lock_timeout(_wrapped(refused), "mssql")
+    assert not is_lock_timeout(_wrapped(Exception("Invalid object name (208)")), "mssql")

@@ -1,0 +1,105 @@
+"""DESIGN §5: money arrives as a JSON number with at most two decimals, above 0 and at most
+100000 (ADR-0046), and is parsed as Decimal from the digits sent — never through a float."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
+
+from api_funcs.decimal_json import loads_decimal
+from api_funcs.money_schemas import Money, cents, money_number
+
+MONEY = TypeAdapter(Money)
+
+
+def _parse(text: str) -> Decimal:
+    return MONEY.validate_python(loads_decimal(f'{{"amount": {text}}}')["amount"])
+
+
+@given(st.decimals(min_value=Decimal("0.01"), max_value=Decimal(100000), places=2))
+def test_every_two_decimal_amount_in_range_parses_to_exactly_its_digits(amount: Decimal) -> None:
+    assert _parse(str(amount)) == amount
+    assert cents(_parse(str(amount))) == amount
+
+
+@given(
+    st.decimals(min_value=Decimal("0.001"), max_value=Decimal(100000), places=6).filter(
+        lambda d: d != d.quantize(Decimal("0.01"))
+    )
+)
+def test_a_third_decimal_digit_is_refused(amount: Decimal) -> None:
+    with pytest.raises(ValidationError):
+        _parse(str(amount))
+
+
+@given(st.decimals(min_value=Decimal("100000.01"), max_value=Decimal(10) ** 20, places=2))
+def test_above_the_published_maximum_is_refused(amount: Decimal) -> None:
+    with pytest.raises(ValidationError):
+        _parse(str(amount))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0.1", Decimal("0.1")),
+        ("0.2", Decimal("0.2")),
+        ("0.30", Decimal("0.3")),
+        ("1e2", Decimal(100)),
+        ("1E-2", Decimal("0.01")),
+        ("100000", Decimal(100000)),
+        ("100000.00", Decimal(100000)),
+        ("5000.01", Decimal("5000.01")),
+    ],
+)
+def test_json_numbers_keep_their_exact_decimal_value(text: str, expected: Decimal) -> None:
+    assert _parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0.30000000000000004",  # 0.1 + 0.2 in binary: not an amount anyone typed
+        "0.1000000000000000055511151231257827",  # float(0.1)'s exact value
+        "0",
+        "-0.01",
+        "0.001",
+        "100000.01",
+        "1e400",
+        '"100"',  # a string is not a JSON number
+        "true",
+        "null",
+        "NaN",
+        "Infinity",
+        "[1]",
+    ],
+)
+def test_anything_else_is_refused(text: str) -> None:
+    with pytest.raises(ValidationError):
+        _parse(text)
+
+
+def test_unparsable_bodies_are_json_decode_errors_never_another_exception() -> None:
+    for body in (b"nope", b"\xff\xfe", b"[" * 100_000, b'{"a": ' + b"9" * 5000 + b"}"):
+        with pytest.raises(json.JSONDecodeError):
+            loads_decimal(body)
+
+
+@pytest.mark.parametrize(
+    ("value", "rendered"),
+    [
+        (Decimal("4000.0000"), "4000"),
+        (Decimal("5000.0100"), "5000.01"),
+        (Decimal("0.0000"), "0"),
+        (Decimal("749.25"), "749.25"),
+        (Decimal("99999.99"), "99999.99"),
+    ],
+)
+def test_money_renders_as_a_json_number_with_no_trailing_zeros(
+    value: Decimal, rendered: str
+) -> None:
+    assert json.dumps(money_number(value)) == rendered
