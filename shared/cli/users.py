@@ -13,8 +13,7 @@ from shared.cli.runtime import database_url
 from shared.clock import SystemClock
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
-from shared.errors import Conflict
-from shared.identity.users import add_user
+from shared.identity.users import UserExists, add_user
 from shared.settings import load_settings
 
 
@@ -59,7 +58,7 @@ def _add(args: argparse.Namespace) -> int:
                 balance=args.balance,
                 accounts=args.accounts,
             )
-        except Conflict as exc:
+        except UserExists as exc:
             print(f"azurebank users add: {exc.title}", file=sys.stderr)
             return exits.FAILURE
         session.commit()

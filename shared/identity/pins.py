@@ -42,7 +42,7 @@ from shared.clock import Clock
 from shared.db.schema import AspNetUser
 from shared.db.types import UtcDateTime
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError, Unauthenticated
+from shared.errors import DomainError, Refusal, TooManyAttempts, Unauthenticated
 from shared.identity.passwords import verify_secret
 from shared.settings import PinSettings
 
@@ -52,20 +52,23 @@ PIN_PATTERN = re.compile(r"[0-9]{4,6}")
 SecretVerifier = Callable[[str | None, str], bool]
 
 
-class PinRequired(DomainError):
-    status = 422
+class PinRequired(Refusal):
     error_code = "PIN_REQUIRED"
     title = "A PIN is required."
 
 
-class PinLocked(DomainError):
-    status = 429
+class PinNotEnrolled(PinRequired):
+    """The caller has no PIN to check: the same rung, a title that says what to do."""
+
+    title = "No PIN is enrolled; enrol one first."
+
+
+class PinLocked(TooManyAttempts):
     error_code = "PIN_LOCKED"
     title = "Too many wrong PINs; the PIN is locked for now."
 
 
-class InvalidPin(DomainError):
-    status = 401
+class InvalidPin(Unauthenticated):
     error_code = "INVALID_PIN"
     title = "The PIN is not correct."
 
@@ -151,7 +154,7 @@ def _reserve_attempt(
     if cast(CursorResult[Any], reserved).rowcount == 1 and pin_hash is not None:
         return str(pin_hash)
     if pin_hash is None:
-        return PinRequired(title="No PIN is enrolled; enrol one first.")
+        return PinNotEnrolled()
     if locked_until is not None and locked_until > now:
         return _locked(locked_until, now)
     # At or above the limit with no lockout recorded (the limit was lowered, or another writer

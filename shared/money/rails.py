@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError
+from shared.errors import ValidationFailed
 from shared.money.accounts import own_open_account, post_entry, write_balance
 from shared.money.ports import AuditAppender
 from shared.money.refusals import InsufficientFunds
@@ -85,12 +85,7 @@ class AccountRails:
     ) -> InternalTransferReceipt:
         """TransferOut without a RecipientAzureTag (so D2 does not count it) and TransferIn."""
         if from_account_id == to_account_id:
-            raise DomainError(
-                "VALIDATION_FAILED",
-                "The request body is not valid.",
-                status=400,
-                errors=[{"field": "toAccountId", "message": "must differ from fromAccountId"}],
-            )
+            raise ValidationFailed("toAccountId", "must differ from fromAccountId")
 
         def attempt(session: Session) -> InternalTransferReceipt:
             source = own_open_account(session, user_id, from_account_id)

@@ -1,12 +1,13 @@
 """The money path's typed refusals (DESIGN §5). Titles are safe to show anyone; figures ride as
 extension members and become JSON numbers in api_funcs (ADR-0050 D7).
 
-    NotFound       ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
-    Forbidden      ACCOUNT_FORBIDDEN
+    BadRequest      IDEMPOTENCY_KEY_REQUIRED
     Unauthenticated AUTHORIZATION_REQUIRED, AUTHORIZATION_EXPIRED, AUTHORIZATION_INVALID
-    Refusal        PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Conflict       IDEMPOTENCY_IN_PROGRESS
-    Fault          LOCK_TIMEOUT, CONCURRENCY_CONFLICT
+    Forbidden       ACCOUNT_FORBIDDEN
+    NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
+    Conflict        IDEMPOTENCY_IN_PROGRESS
+    Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
+    Fault           LOCK_TIMEOUT, CONCURRENCY_CONFLICT
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from shared.errors import Conflict, DomainError, Fault, Forbidden, NotFound, Refusal
+from shared.errors import (
+    BadRequest,
+    Conflict,
+    Fault,
+    Forbidden,
+    NotFound,
+    Refusal,
+    Unauthenticated,
+)
 
 
 def utc_text(instant: datetime) -> str:
@@ -42,20 +51,17 @@ class PayeeInvalid(Refusal):
     title = "That payee cannot receive this transfer."
 
 
-class AuthorizationRequired(DomainError):
-    status = 401
+class AuthorizationRequired(Unauthenticated):
     error_code = "AUTHORIZATION_REQUIRED"
     title = "A transfer authorization is required."
 
 
-class AuthorizationExpired(DomainError):
-    status = 401
+class AuthorizationExpired(Unauthenticated):
     error_code = "AUTHORIZATION_EXPIRED"
     title = "The transfer authorization has expired."
 
 
-class AuthorizationInvalid(DomainError):
-    status = 401
+class AuthorizationInvalid(Unauthenticated):
     error_code = "AUTHORIZATION_INVALID"
     title = "The transfer authorization is not valid for this transfer."
 
@@ -87,9 +93,7 @@ class LockTimeout(Fault):
 
     error_code = "LOCK_TIMEOUT"
     title = "The transfer could not be processed in time; try again."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
 class ConcurrencyConflict(Fault):
@@ -97,9 +101,7 @@ class ConcurrencyConflict(Fault):
 
     error_code = "CONCURRENCY_CONFLICT"
     title = "The accounts were busy; nothing moved. Try again."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
 class IdempotencyKeyReused(Refusal):
@@ -110,12 +112,9 @@ class IdempotencyKeyReused(Refusal):
 class IdempotencyInProgress(Conflict):
     error_code = "IDEMPOTENCY_IN_PROGRESS"
     title = "A request with this Idempotency-Key is still in progress."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
-class IdempotencyKeyRequired(DomainError):
-    status = 400
+class IdempotencyKeyRequired(BadRequest):
     error_code = "IDEMPOTENCY_KEY_REQUIRED"
     title = "Money operations require an Idempotency-Key header."
