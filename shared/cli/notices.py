@@ -8,8 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 from shared.cli import exits
-from shared.cli.runtime import database_url, utc_text
-from shared.clock import SystemClock
+from shared.cli.runtime import database_url
+from shared.clock import SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.notices.status import OwedStatus, read_owed_status

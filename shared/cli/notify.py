@@ -23,8 +23,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from shared.cli import exits
-from shared.cli.runtime import database_url, utc_text
-from shared.clock import Clock, SystemClock
+from shared.cli.runtime import database_url
+from shared.clock import Clock, SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.notices.evidence import EvidenceFinding

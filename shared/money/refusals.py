@@ -12,9 +12,11 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 
+# Re-exported: api_funcs imports utc_text from here.
+from shared.clock import utc_text as utc_text
 from shared.errors import (
     BadRequest,
     Conflict,
@@ -24,11 +26,6 @@ from shared.errors import (
     Refusal,
     Unauthenticated,
 )
-
-
-def utc_text(instant: datetime) -> str:
-    """An instant as ISO-8601 UTC with a `Z` (`2026-09-08T00:00:00Z`)."""
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class AccountNotFound(NotFound):
