@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.db.writes import rows_matched
 from shared.errors import Conflict, Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
 from shared.identity.pins import PinRequired, is_valid_pin, verify_pin
@@ -77,13 +77,14 @@ def enrol_pin(
         )
         # Conditional, so of two concurrent enrolments exactly one sets the PIN; the other
         # rolls back with its audit row.
-        written = session.execute(
+        written = rows_matched(
+            session,
             update(AspNetUser)
             .where(AspNetUser.Id == user_id, AspNetUser.PinHash.is_(None))
             .values(PinHash=new_hash, PinAccessFailedCount=0, PinLockoutEnd=None)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False),
         )
-        if cast(CursorResult[Any], written).rowcount != 1:
+        if written != 1:
             raise PinAlreadyEnrolled
         _owe_notice(session, user_id, NoticeKind.PIN_ENROLLED, now, audit_id)
         session.commit()

@@ -6,12 +6,12 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
+from shared.db.writes import rows_matched
 from shared.money.refusals import AccountForbidden, AccountNotFound
 from shared.money.retry import LostRace
 
@@ -43,20 +43,18 @@ def primary_account(session: Session, user_id: str) -> Account | None:
 def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
     """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw);
     otherwise raise LostRace so the whole attempt runs again on fresh rows."""
-    result = cast(
-        CursorResult[Any],
-        session.execute(
-            update(Account)
-            .where(
-                Account.Id == account.Id,
-                Account.Version == account.Version,
-                Account.IsDeleted.is_(False),
-            )
-            .values(Balance=new_balance, Version=Account.Version + 1)
-            .execution_options(synchronize_session=False)
-        ),
+    written = rows_matched(
+        session,
+        update(Account)
+        .where(
+            Account.Id == account.Id,
+            Account.Version == account.Version,
+            Account.IsDeleted.is_(False),
+        )
+        .values(Balance=new_balance, Version=Account.Version + 1)
+        .execution_options(synchronize_session=False),
     )
-    if result.rowcount != 1:
+    if written != 1:
         raise LostRace()
 
 

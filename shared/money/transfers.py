@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import CursorResult, Engine, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
@@ -32,6 +32,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import unit_of_work
+from shared.db.writes import rows_matched
 from shared.money.accounts import post_entry, primary_account, write_balance
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
@@ -219,24 +220,22 @@ class TransferService:
     ) -> None:
         """Mark the authorization spent only if it is still Pending and unexpired: of two spends
         of one authorization, the second matches no row and loses."""
-        result = cast(
-            CursorResult[Any],
-            session.execute(
-                update(TransferAuthorization)
-                .where(
-                    TransferAuthorization.Id == order.authorization_id,
-                    TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-                    TransferAuthorization.ExpiresAt > now,
-                )
-                .values(
-                    Status=AuthorizationStatus.SPENT.value,
-                    SpentAt=now,
-                    TransactionId=transaction_id,
-                )
-                .execution_options(synchronize_session=False)
-            ),
+        spent = rows_matched(
+            session,
+            update(TransferAuthorization)
+            .where(
+                TransferAuthorization.Id == order.authorization_id,
+                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+                TransferAuthorization.ExpiresAt > now,
+            )
+            .values(
+                Status=AuthorizationStatus.SPENT.value,
+                SpentAt=now,
+                TransactionId=transaction_id,
+            )
+            .execution_options(synchronize_session=False),
         )
-        if result.rowcount == 1:
+        if spent == 1:
             return
         expires_at = session.scalar(
             select(TransferAuthorization.ExpiresAt).where(
