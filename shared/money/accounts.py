@@ -58,6 +58,47 @@ def write_balance(session: Session, account: Account, new_balance: Decimal) -> N
         raise LostRace()
 
 
+def move_money(
+    session: Session,
+    source: Account,
+    target: Account,
+    amount: Decimal,
+    *,
+    entry_id: uuid.UUID,
+    created_at: datetime,
+    recipient_azure_tag: str | None = None,
+) -> Decimal:
+    """Debit `source` and credit `target` under their concurrency tokens and post the TransferOut
+    (Id `entry_id`) and TransferIn rows; the source's balance after it. Does not commit."""
+    new_balance = source.Balance - amount
+    # Rows in Id order, so two movements between the same two accounts in opposite directions
+    # (two users, two application locks) cannot deadlock on each other.
+    for account, balance in sorted(
+        ((source, new_balance), (target, target.Balance + amount)),
+        key=lambda pair: str(pair[0].Id),
+    ):
+        write_balance(session, account, balance)
+    post_entry(
+        session,
+        entry_id=entry_id,
+        account_id=source.Id,
+        type_=TransactionType.TRANSFER_OUT,
+        amount=amount,
+        created_at=created_at,
+        recipient_azure_tag=recipient_azure_tag,
+        counterparty_account_id=target.Id,
+    )
+    post_entry(
+        session,
+        account_id=target.Id,
+        type_=TransactionType.TRANSFER_IN,
+        amount=amount,
+        created_at=created_at,
+        counterparty_account_id=source.Id,
+    )
+    return new_balance
+
+
 def post_entry(
     session: Session,
     *,
