@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict, Unpack
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -88,28 +89,32 @@ def _field(value: str | bytes | None) -> bytes:
     return b"\x01" + struct.pack(">I", len(raw)) + raw
 
 
-def render_payload(
-    *,
-    payload_version: int,
-    sequence: int,
-    id: uuid.UUID,
-    actor_user_id: str | None,
-    event: str,
-    occurred_at: datetime,
-    details: str | None,
-    previous_hash: bytes,
-) -> bytes:
+class PayloadFields(TypedDict):
+    """One row's hashed fields, as keyword arguments of `render_payload` and `compute_row_hash`."""
+
+    payload_version: int
+    sequence: int
+    id: uuid.UUID
+    actor_user_id: str | None
+    event: str
+    occurred_at: datetime
+    details: str | None
+    previous_hash: bytes
+
+
+def render_payload(**fields: Unpack[PayloadFields]) -> bytes:
     """The bytes the HMAC covers, one arm per PayloadVersion."""
+    payload_version = fields["payload_version"]
     if payload_version == 1:
         values: tuple[str | bytes | None, ...] = (
             "1",
-            str(sequence),
-            str(id),
-            actor_user_id,
-            event,
-            _render_instant(occurred_at),
-            details,
-            previous_hash,
+            str(fields["sequence"]),
+            str(fields["id"]),
+            fields["actor_user_id"],
+            fields["event"],
+            _render_instant(fields["occurred_at"]),
+            fields["details"],
+            fields["previous_hash"],
         )
         assert len(values) == len(PAYLOAD_FIELDS[1])
         return b"".join(_field(v) for v in values)
@@ -137,30 +142,9 @@ class AuditChain:
             )
         return cls(base64.b64decode(raw, validate=True))
 
-    def compute_row_hash(
-        self,
-        *,
-        payload_version: int,
-        sequence: int,
-        id: uuid.UUID,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: str | None,
-        previous_hash: bytes,
-    ) -> bytes:
+    def compute_row_hash(self, **fields: Unpack[PayloadFields]) -> bytes:
         """HMAC-SHA256 under the chain key over the versioned field list (ADR-0052 D1, D4)."""
-        payload = render_payload(
-            payload_version=payload_version,
-            sequence=sequence,
-            id=id,
-            actor_user_id=actor_user_id,
-            event=event,
-            occurred_at=occurred_at,
-            details=details,
-            previous_hash=previous_hash,
-        )
-        return hmac.new(self._key, payload, hashlib.sha256).digest()
+        return hmac.new(self._key, render_payload(**fields), hashlib.sha256).digest()
 
     def hash_of(self, row: AuditEvent) -> bytes:
         """The RowHash `row` should carry, from its stored fields."""
