@@ -164,16 +164,7 @@ class AuditChain:
 
         Call it, or `append`, before writing any other row in the same transaction (lock order:
         application lock → tail → rows)."""
-        dialect = session.get_bind().dialect.name
-        if dialect == "postgresql":
-            row = session.execute(tail_sql.postgresql_tail_lock()).first()
-        elif dialect == "mssql":
-            row = session.execute(tail_sql.mssql_tail_lock()).first()
-        elif dialect == "sqlite":
-            session.execute(tail_sql.sqlite_writer_lock())
-            row = session.execute(tail_sql.sqlite_tail_read()).first()
-        else:
-            raise ValueError(f"unsupported dialect {dialect!r}")
+        row = tail_sql.lock_and_read_tail(session)
         if row is None:
             raise AuditChainUnavailable
         return ChainTail(int(row[0]), bytes(row[1]))
