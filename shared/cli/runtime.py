@@ -1,8 +1,16 @@
-"""What the commands share: the database URL fallback (DESIGN §4)."""
+"""What the commands share: the database URL fallback (DESIGN §4) and how a report is printed."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from shared.clock import utc_text
+from shared.notices.status import LeaseHolder
 from shared.settings import Settings
+
+T = TypeVar("T")
 
 # DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
 DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
@@ -10,3 +18,28 @@ DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
 
 def database_url(settings: Settings) -> str:
     return settings.Database.Url or DEFAULT_DATABASE_URL
+
+
+def print_report(
+    report: T,
+    *,
+    as_json: bool,
+    document: Callable[[T], Mapping[str, Any]],
+    lines: Callable[[T], Iterable[str]],
+) -> None:
+    """`--json`: one JSON object on stdout; otherwise the report's text lines."""
+    if as_json:
+        print(json.dumps(document(report)))
+    else:
+        for line in lines(report):
+            print(line)
+
+
+def holder_json(holder: LeaseHolder) -> dict[str, Any]:
+    """A runner holding owed rows, as `notices status --json` and `notify --json` name it."""
+    return {
+        "runner": holder.runner,
+        "rows": holder.rows,
+        "firstLapse": utc_text(holder.first_lapse),
+        "leasedUntil": utc_text(holder.last_lapse),
+    }
