@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import ColumnElement, Table, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import SubscriberNotice
@@ -62,6 +62,10 @@ class NoticeClaim:
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
 
+    def _held_by_this_runner(self) -> ColumnElement[bool]:
+        # What "held" means for renew, held and release alike: owed, and leased under this name.
+        return and_(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+
     def take(self, session: Session, now: datetime) -> ClaimResult:
         """Renew what this runner holds, then claim up to `BatchSize − held` more."""
         lease_until = now + self.lease
@@ -76,9 +80,7 @@ class NoticeClaim:
         """Move every owed row this runner holds to the new lease end; how many it holds."""
         return rows_matched(
             session,
-            update(_NOTICES)
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
-            .values(LeasedUntil=lease_until),
+            update(_NOTICES).where(self._held_by_this_runner()).values(LeasedUntil=lease_until),
         )
 
     def claim(
@@ -108,7 +110,7 @@ class NoticeClaim:
                 _NOTICES.c.AuditEventId,
                 _NOTICES.c.LeasedUntil,
             )
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .where(self._held_by_this_runner())
             .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
         )
         return [HeldNotice(*row) for row in rows]
@@ -119,7 +121,7 @@ class NoticeClaim:
         return rows_matched(
             session,
             update(_NOTICES)
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .where(self._held_by_this_runner())
             .values(LeasedBy=None, LeasedUntil=None),
         )
 
