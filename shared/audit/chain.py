@@ -32,7 +32,7 @@ from shared.audit import tail_sql
 from shared.audit.ids import uuid7
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import Settings, SettingsError, missing
 
 # ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever.
 CURRENT_PAYLOAD_VERSION = 1
@@ -135,10 +135,7 @@ class AuditChain:
         raw = settings.Audit.ChainKey
         if not raw:
             raise SettingsError(
-                [
-                    "Audit__ChainKey: missing; this host writes or verifies audit rows. "
-                    f"Fix: {fix_for('Audit__ChainKey')}."
-                ]
+                [missing("Audit__ChainKey", "this host writes or verifies audit rows")]
             )
         return cls(base64.b64decode(raw, validate=True))
 

@@ -24,7 +24,7 @@ from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.transports import NoticeTransport, transport_from_settings
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import CONTACT_MISSING, Settings, SettingsError
 
 log = logging.getLogger("azurebank.notices.sweep")
 
@@ -112,12 +112,7 @@ class NoticeSweep:
         `lease_seconds` overrides Notices__LeaseSeconds (the verb's lease is two minutes, D5)."""
         notices = settings.Notices
         if not notices.Contact:
-            raise SettingsError(
-                [
-                    "Notices__Contact: missing; it is mandatory content of every notice. "
-                    f"Fix: {fix_for('Notices__Contact')}."
-                ]
-            )
+            raise SettingsError([CONTACT_MISSING])
         return cls(
             engine,
             clock,
