@@ -58,11 +58,6 @@ class NoticeSweepSummary:
         """Owed rows under another runner's live lease."""
         return sum(h.rows for h in self.other_holders)
 
-    @property
-    def owed_left(self) -> int:
-        """Rows this runner still holds, owed, after the sweep."""
-        return self.refused + self.failed + self.not_attempted
-
     def line(self) -> str:
         """One Information line; it names rows by count only."""
         return (
