@@ -181,35 +181,23 @@ class AuditChain:
         # the tail lock, which is what makes them contiguous and unforked.
         row_id = uuid7(occurred_at)
         tail = self.lock_tail(session)
-        rendered = render_details(details)
-        sequence = tail.sequence + 1
-        row_hash = self.compute_row_hash(
-            payload_version=CURRENT_PAYLOAD_VERSION,
-            sequence=sequence,
-            id=row_id,
-            actor_user_id=actor_user_id,
-            event=event,
-            occurred_at=occurred_at,
-            details=rendered,
-            previous_hash=tail.row_hash,
+        row = AuditEvent(
+            Id=row_id,
+            Sequence=tail.sequence + 1,
+            PayloadVersion=CURRENT_PAYLOAD_VERSION,
+            ActorUserId=actor_user_id,
+            Event=event,
+            OccurredAt=occurred_at,
+            Details=render_details(details),
+            PreviousHash=tail.row_hash,
         )
-        session.add(
-            AuditEvent(
-                Id=row_id,
-                Sequence=sequence,
-                PayloadVersion=CURRENT_PAYLOAD_VERSION,
-                ActorUserId=actor_user_id,
-                Event=event,
-                OccurredAt=occurred_at,
-                Details=rendered,
-                PreviousHash=tail.row_hash,
-                RowHash=row_hash,
-            )
-        )
+        # Hashed from the row as it is stored, by the same mapping `audit verify` recomputes.
+        row.RowHash = self.hash_of(row)
+        session.add(row)
         session.execute(
             update(AuditChainTail)
             .where(AuditChainTail.Id == tail_sql.TAIL_ID)
-            .values(LastSequence=sequence, LastHash=row_hash)
+            .values(LastSequence=row.Sequence, LastHash=row.RowHash)
         )
         session.flush()
         return row_id
