@@ -1,7 +1,9 @@
-"""What the commands share: the database URL fallback (DESIGN §4) and how a report is printed."""
+"""What the commands share: the database URL fallback (DESIGN §4), bounded whole-number
+arguments, and how a report is printed."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -18,6 +20,18 @@ DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
 
 def database_url(settings: Settings) -> str:
     return settings.Database.Url or DEFAULT_DATABASE_URL
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse `type`: a whole number from `low` to `high`; anything else is a usage error
+    that names the range."""
+
+    def parse(text: str) -> int:
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high}")
+        return int(text)
+
+    return parse
 
 
 def print_report(
