@@ -49,3 +49,9 @@ def utc_day(instant: datetime) -> tuple[datetime, datetime]:
     """ADR-0050 D1: the UTC calendar day holding `instant`, as [00:00:00Z, next 00:00:00Z)."""
     start = instant.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return start, start + timedelta(days=1)
+
+
+def utc_text(instant: datetime) -> str:
+    """An instant as ISO-8601 UTC with a `Z` (`2026-09-08T00:00:00Z`), as bodies and commands
+    print times."""
+    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -1,11 +1,19 @@
 """Domain errors, typed here and mapped to HTTP only in `api_funcs` (DESIGN §2).
 
     DomainError                       every refusal the domain can answer
-    ├── NotFound / Forbidden          an account or payee the caller may not use
-    ├── Unauthenticated               no verified identity
-    ├── Refusal                       a rule said no (422-shaped), with extension members
-    └── Fault                         the system could not decide (e.g. LOCK_TIMEOUT, 503)
+    ├── BadRequest (400)              the request itself is malformed
+    │   └── ValidationFailed          VALIDATION_FAILED: one named field, its value never echoed
+    ├── Unauthenticated (401)         no verified identity, or a credential that did not verify
+    ├── Forbidden (403)               an account or payee the caller may not use
+    ├── NotFound (404)                no such account or payee
+    ├── Conflict (409)                the request conflicts with the current state
+    ├── Refusal (422)                 a rule said no, with extension members
+    ├── TooManyAttempts (429)         locked out for now (e.g. PIN_LOCKED)
+    └── Fault (503)                   the system could not decide (e.g. LOCK_TIMEOUT)
 
+One way to declare a refusal: subclass the category (it fixes `status`), and set `error_code` and
+`title` as class attributes, plus `retry_after` when trying again later may succeed. Extension
+members are keyword arguments (a refusal that always carries some names them in its `__init__`).
 Each carries a stable `error_code` (DESIGN §5) and a `title` that is safe to show anyone: no
 address, PIN, password, token or secret ever goes into one.
 """
@@ -16,11 +24,14 @@ from typing import Any
 
 
 class DomainError(Exception):
-    """A refusal with a stable error code; `members` become problem-details extension members."""
+    """A refusal with a stable error code; `members` become problem-details extension members.
+    Raise a category below, or a refusal declared on one; the category fixes the status."""
 
-    status: int = 400
-    error_code: str = "BAD_REQUEST"
-    title: str = "The request was refused."
+    status: int
+    error_code: str
+    title: str
+    # Whole seconds a client should wait before trying again; sent as `Retry-After`.
+    retry_after: int | None = None
 
     def __init__(
         self,
@@ -31,27 +42,36 @@ class DomainError(Exception):
         headers: dict[str, str] | None = None,
         **members: Any,
     ) -> None:
+        # The overrides serve a caller outside `shared` that still builds a refusal inline;
+        # in `shared` every refusal is a declared class.
         if error_code is not None:
             self.error_code = error_code
         if title is not None:
             self.title = title
         if status is not None:
             self.status = status
-        self.headers = headers or {}
+        self.headers = dict(headers or {})
+        if self.retry_after is not None:
+            self.headers.setdefault("Retry-After", str(self.retry_after))
         self.members = members
         super().__init__(self.title)
 
 
-class NotFound(DomainError):
-    status = 404
-    error_code = "NOT_FOUND"
-    title = "Not found."
+class BadRequest(DomainError):
+    status = 400
+    error_code = "BAD_REQUEST"
+    title = "The request was refused."
 
 
-class Forbidden(DomainError):
-    status = 403
-    error_code = "FORBIDDEN"
-    title = "Forbidden."
+class ValidationFailed(BadRequest):
+    """The same shape as any other body validation failure (DESIGN §5): the field is named,
+    its value never echoed."""
+
+    error_code = "VALIDATION_FAILED"
+    title = "The request body is not valid."
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(errors=[{"field": field, "message": message}])
 
 
 class Unauthenticated(DomainError):
@@ -60,16 +80,34 @@ class Unauthenticated(DomainError):
     title = "Authentication is required."
 
 
-class Refusal(DomainError):
-    status = 422
-    error_code = "UNPROCESSABLE"
-    title = "The request was refused."
+class Forbidden(DomainError):
+    status = 403
+    error_code = "FORBIDDEN"
+    title = "Forbidden."
+
+
+class NotFound(DomainError):
+    status = 404
+    error_code = "NOT_FOUND"
+    title = "Not found."
 
 
 class Conflict(DomainError):
     status = 409
     error_code = "CONFLICT"
     title = "The request conflicts with the current state."
+
+
+class Refusal(DomainError):
+    status = 422
+    error_code = "UNPROCESSABLE"
+    title = "The request was refused."
+
+
+class TooManyAttempts(DomainError):
+    status = 429
+    error_code = "TOO_MANY_ATTEMPTS"
+    title = "Too many attempts; try again later."
 
 
 class Fault(DomainError):

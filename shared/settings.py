@@ -170,6 +170,21 @@ def fix_for(key: str) -> str:
     return _FIXES.get(key, f"correct {key}")
 
 
+def missing(key: str, why: str) -> str:
+    """The problem line for an unset `key`: why this host needs it, and the fix."""
+    return f"{key}: missing; {why}. Fix: {fix_for(key)}."
+
+
+# Refused both by the host check at start and by the code that needs the value (which may be
+# built without the check), in one wording.
+CONTACT_MISSING = missing("Notices__Contact", "it is mandatory content of every notice")
+NO_STORAGE_NAMED = (
+    "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
+    "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
+    "account's blob URI (identity)."
+)
+
+
 def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """Group `Section__Key` and `Section:Key` variables by section (Azure app settings on Linux
     allow only the first; local.settings.json and the .NET API use the second). Section and key
@@ -288,18 +303,14 @@ def check_host(settings: Settings, host: Host) -> list[str]:
     problems: list[str] = []
     if host == "function" and not settings.Database.Url:
         problems.append(
-            "Database__Url: missing; the Functions host never falls back to a local file. "
-            f"Fix: {fix_for('Database__Url')}."
+            missing("Database__Url", "the Functions host never falls back to a local file")
         )
     if host == "function":
         problems += _schedule_problems(n.Schedule)
     if host in ("function", "api") and not settings.Audit.ChainKey:
         # DESIGN §4: every host that writes audit rows (PIN enrolment and change, transfers)
         # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
-        problems.append(
-            "Audit__ChainKey: missing; this host writes audit rows. "
-            f"Fix: {fix_for('Audit__ChainKey')}."
-        )
+        problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
     delivers = (
         (host == "function" and n.Runner is NoticeRunner.FUNCTION)
         or (host == "api" and n.Runner is NoticeRunner.API)
@@ -308,10 +319,7 @@ def check_host(settings: Settings, host: Host) -> list[str]:
     if delivers:
         problems += _target_problems(settings)
         if not n.Contact:
-            problems.append(
-                "Notices__Contact: missing; it is mandatory content of every notice. "
-                f"Fix: {fix_for('Notices__Contact')}."
-            )
+            problems.append(CONTACT_MISSING)
     if host == "api" and n.Runner is NoticeRunner.API and n.LeaseSeconds < 2 * n.PeriodSeconds:
         problems.append(
             f"Notices__LeaseSeconds: {n.LeaseSeconds}s is less than twice "
@@ -366,11 +374,7 @@ def _target_problems(settings: Settings) -> list[str]:
     if n.PickupContainer:
         storage = settings.NoticesStorage
         if not storage.ConnectionString and not storage.blobServiceUri:
-            return [
-                "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
-                "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
-                "account's blob URI (identity)."
-            ]
+            return [NO_STORAGE_NAMED]
         return []
     assert n.PickupDirectory is not None
     problem = pickup_directory_problem(Path(n.PickupDirectory))

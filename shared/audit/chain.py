@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict, Unpack
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -31,7 +32,7 @@ from shared.audit import tail_sql
 from shared.audit.ids import uuid7
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import Settings, SettingsError, missing
 
 # ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever.
 CURRENT_PAYLOAD_VERSION = 1
@@ -88,28 +89,32 @@ def _field(value: str | bytes | None) -> bytes:
     return b"\x01" + struct.pack(">I", len(raw)) + raw
 
 
-def render_payload(
-    *,
-    payload_version: int,
-    sequence: int,
-    id: uuid.UUID,
-    actor_user_id: str | None,
-    event: str,
-    occurred_at: datetime,
-    details: str | None,
-    previous_hash: bytes,
-) -> bytes:
+class PayloadFields(TypedDict):
+    """One row's hashed fields, as keyword arguments of `render_payload` and `compute_row_hash`."""
+
+    payload_version: int
+    sequence: int
+    id: uuid.UUID
+    actor_user_id: str | None
+    event: str
+    occurred_at: datetime
+    details: str | None
+    previous_hash: bytes
+
+
+def render_payload(**fields: Unpack[PayloadFields]) -> bytes:
     """The bytes the HMAC covers, one arm per PayloadVersion."""
+    payload_version = fields["payload_version"]
     if payload_version == 1:
         values: tuple[str | bytes | None, ...] = (
             "1",
-            str(sequence),
-            str(id),
-            actor_user_id,
-            event,
-            _render_instant(occurred_at),
-            details,
-            previous_hash,
+            str(fields["sequence"]),
+            str(fields["id"]),
+            fields["actor_user_id"],
+            fields["event"],
+            _render_instant(fields["occurred_at"]),
+            fields["details"],
+            fields["previous_hash"],
         )
         assert len(values) == len(PAYLOAD_FIELDS[1])
         return b"".join(_field(v) for v in values)
@@ -130,37 +135,13 @@ class AuditChain:
         raw = settings.Audit.ChainKey
         if not raw:
             raise SettingsError(
-                [
-                    "Audit__ChainKey: missing; this host writes or verifies audit rows. "
-                    f"Fix: {fix_for('Audit__ChainKey')}."
-                ]
+                [missing("Audit__ChainKey", "this host writes or verifies audit rows")]
             )
         return cls(base64.b64decode(raw, validate=True))
 
-    def compute_row_hash(
-        self,
-        *,
-        payload_version: int,
-        sequence: int,
-        id: uuid.UUID,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: str | None,
-        previous_hash: bytes,
-    ) -> bytes:
+    def compute_row_hash(self, **fields: Unpack[PayloadFields]) -> bytes:
         """HMAC-SHA256 under the chain key over the versioned field list (ADR-0052 D1, D4)."""
-        payload = render_payload(
-            payload_version=payload_version,
-            sequence=sequence,
-            id=id,
-            actor_user_id=actor_user_id,
-            event=event,
-            occurred_at=occurred_at,
-            details=details,
-            previous_hash=previous_hash,
-        )
-        return hmac.new(self._key, payload, hashlib.sha256).digest()
+        return hmac.new(self._key, render_payload(**fields), hashlib.sha256).digest()
 
     def hash_of(self, row: AuditEvent) -> bytes:
         """The RowHash `row` should carry, from its stored fields."""
@@ -180,16 +161,7 @@ class AuditChain:
 
         Call it, or `append`, before writing any other row in the same transaction (lock order:
         application lock → tail → rows)."""
-        dialect = session.get_bind().dialect.name
-        if dialect == "postgresql":
-            row = session.execute(tail_sql.postgresql_tail_lock()).first()
-        elif dialect == "mssql":
-            row = session.execute(tail_sql.mssql_tail_lock()).first()
-        elif dialect == "sqlite":
-            session.execute(tail_sql.sqlite_writer_lock())
-            row = session.execute(tail_sql.sqlite_tail_read()).first()
-        else:
-            raise ValueError(f"unsupported dialect {dialect!r}")
+        row = tail_sql.lock_and_read_tail(session)
         if row is None:
             raise AuditChainUnavailable
         return ChainTail(int(row[0]), bytes(row[1]))
@@ -209,35 +181,23 @@ class AuditChain:
         # the tail lock, which is what makes them contiguous and unforked.
         row_id = uuid7(occurred_at)
         tail = self.lock_tail(session)
-        rendered = render_details(details)
-        sequence = tail.sequence + 1
-        row_hash = self.compute_row_hash(
-            payload_version=CURRENT_PAYLOAD_VERSION,
-            sequence=sequence,
-            id=row_id,
-            actor_user_id=actor_user_id,
-            event=event,
-            occurred_at=occurred_at,
-            details=rendered,
-            previous_hash=tail.row_hash,
+        row = AuditEvent(
+            Id=row_id,
+            Sequence=tail.sequence + 1,
+            PayloadVersion=CURRENT_PAYLOAD_VERSION,
+            ActorUserId=actor_user_id,
+            Event=event,
+            OccurredAt=occurred_at,
+            Details=render_details(details),
+            PreviousHash=tail.row_hash,
         )
-        session.add(
-            AuditEvent(
-                Id=row_id,
-                Sequence=sequence,
-                PayloadVersion=CURRENT_PAYLOAD_VERSION,
-                ActorUserId=actor_user_id,
-                Event=event,
-                OccurredAt=occurred_at,
-                Details=rendered,
-                PreviousHash=tail.row_hash,
-                RowHash=row_hash,
-            )
-        )
+        # Hashed from the row as it is stored, by the same mapping `audit verify` recomputes.
+        row.RowHash = self.hash_of(row)
+        session.add(row)
         session.execute(
             update(AuditChainTail)
             .where(AuditChainTail.Id == tail_sql.TAIL_ID)
-            .values(LastSequence=sequence, LastHash=row_hash)
+            .values(LastSequence=row.Sequence, LastHash=row.RowHash)
         )
         session.flush()
         return row_id

@@ -2,12 +2,13 @@
 
 The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
 locks it first, so concurrent appends serialise on it and each chains onto the last committed
-row: the chain never forks. One function per dialect; `tail_lock_statement` picks by name.
+row: the chain never forks. One function per dialect; `lock_and_read_tail` picks by name.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Select, Update, select, update
+from sqlalchemy import Row, Select, Update, select, update
+from sqlalchemy.orm import Session
 
 from shared.db.schema import AuditChainTail
 
@@ -51,3 +52,17 @@ def sqlite_tail_read() -> Select[int, bytes]:
 def tail_unlocked_read() -> Select[int, bytes]:
     """The tail without a lock: for `audit verify`, which only reads."""
     return _plain_read()
+
+
+def lock_and_read_tail(session: Session) -> Row[int, bytes] | None:
+    """Take the tail lock for the session's dialect (held to commit) and read the tail under it;
+    None when the tail row is missing."""
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        return session.execute(postgresql_tail_lock()).first()
+    if dialect == "mssql":
+        return session.execute(mssql_tail_lock()).first()
+    if dialect == "sqlite":
+        session.execute(sqlite_writer_lock())
+        return session.execute(sqlite_tail_read()).first()
+    raise ValueError(f"unsupported dialect {dialect!r}")

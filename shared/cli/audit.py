@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -13,7 +12,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from shared.audit.chain import AuditChain
 from shared.audit.verify import ChainReport, walk_chain
 from shared.cli import exits
-from shared.cli.runtime import database_url
+from shared.cli.runtime import database_url, print_report
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
@@ -56,10 +55,7 @@ def _verify(args: argparse.Namespace) -> int:
         return exits.FAILURE
     if interactive and report.rows >= 10_000:
         print(file=sys.stderr)
-    if args.json:
-        print(json.dumps(_as_json(report)))
-    else:
-        _print_text(report)
+    print_report(report, as_json=args.json, document=_as_json, lines=_lines)
     return exits.OK if report.intact else exits.FAILURE
 
 
@@ -80,13 +76,14 @@ def _as_json(report: ChainReport) -> dict[str, Any]:
     }
 
 
-def _print_text(report: ChainReport) -> None:
+def _lines(report: ChainReport) -> list[str]:
     if report.intact:
         span = f"Sequence 1..{report.last_sequence}" if report.rows else "empty"
-        print(f"audit verify: chain intact: {report.rows} rows ({span})")
-        return
-    for finding in report.findings:
-        print(f"audit verify: BROKEN {finding.line()}")
+        return [f"audit verify: chain intact: {report.rows} rows ({span})"]
+    lines = [f"audit verify: BROKEN {finding.line()}" for finding in report.findings]
     if report.every_row_fails_hmac:
-        print(f"audit verify: {WRONG_KEY_HINT}")
-    print(f"audit verify: chain BROKEN: {len(report.findings)} finding(s) over {report.rows} rows")
+        lines.append(f"audit verify: {WRONG_KEY_HINT}")
+    lines.append(
+        f"audit verify: chain BROKEN: {len(report.findings)} finding(s) over {report.rows} rows"
+    )
+    return lines

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import timedelta
 from typing import Any
 
 from shared.cli import exits
-from shared.cli.runtime import database_url, utc_text
-from shared.clock import SystemClock
+from shared.cli.runtime import database_url, holder_json, print_report
+from shared.clock import SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.notices.status import OwedStatus, read_owed_status
@@ -33,11 +32,7 @@ def _status(args: argparse.Namespace) -> int:
     clock = SystemClock()
     with unit_of_work(get_engine(database_url(settings))) as session:
         status = read_owed_status(session, clock.now())
-    if args.json:
-        print(json.dumps(_as_json(status)))
-    else:
-        for line in _lines(status):
-            print(line)
+    print_report(status, as_json=args.json, document=_as_json, lines=_lines)
     return exits.OK
 
 
@@ -84,14 +79,5 @@ def _as_json(status: OwedStatus) -> dict[str, Any]:
         "free": status.free,
         "heldLive": status.held_live,
         "oldestOwed": oldest,
-        "holders": [
-            {
-                "runner": h.runner,
-                "rows": h.rows,
-                "firstLapse": utc_text(h.first_lapse),
-                "leasedUntil": utc_text(h.last_lapse),
-                "live": h.live(status.now),
-            }
-            for h in status.holders
-        ],
+        "holders": [{**holder_json(h), "live": h.live(status.now)} for h in status.holders],
     }

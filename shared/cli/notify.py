@@ -13,7 +13,6 @@ the refused file would not fix it); 78 settings refused.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import uuid
@@ -23,8 +22,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from shared.cli import exits
-from shared.cli.runtime import database_url, utc_text
-from shared.clock import Clock, SystemClock
+from shared.cli.runtime import database_url, holder_json, print_report
+from shared.clock import Clock, SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.notices.evidence import EvidenceFinding
@@ -169,11 +168,7 @@ def _notify(args: argparse.Namespace) -> int:
             f"{settings.Notices.BatchSize}, into {sweep.transport.describe()}"
         )
     report = drain(sweep, engine, clock, progress=not args.json and sys.stderr.isatty())
-    if args.json:
-        print(json.dumps(_as_json(report)))
-    else:
-        for line in _lines(report):
-            print(line)
+    print_report(report, as_json=args.json, document=_as_json, lines=_lines)
     return report.exit_code
 
 
@@ -244,15 +239,7 @@ def _as_json(report: NotifyReport) -> dict[str, Any]:
             }
             for f in report.findings
         ],
-        "heldByOthers": [
-            {
-                "runner": h.runner,
-                "rows": h.rows,
-                "firstLapse": utc_text(h.first_lapse),
-                "leasedUntil": utc_text(h.last_lapse),
-            }
-            for h in report.held_by_others
-        ],
+        "heldByOthers": [holder_json(h) for h in report.held_by_others],
         "leaseLapsed": report.lease_lapsed,
         "failedWhole": report.failed_whole,
         "exitCode": report.exit_code,

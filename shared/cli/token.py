@@ -7,21 +7,16 @@ import sys
 from typing import Any
 
 from shared.cli import exits
+from shared.cli.runtime import whole_number
 from shared.clock import SystemClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import load_settings
 
 
-def _minutes(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 1440:
-        raise argparse.ArgumentTypeError("must be a whole number from 1 to 1440")
-    return int(text)
-
-
 def register(sub: Any) -> None:
     tok = sub.add_parser("token", help="print a bearer token for a user (Auth__SigningKey only)")
     tok.add_argument("--user", required=True, help="the AspNetUsers.Id")
-    tok.add_argument("--minutes", type=_minutes, default=60)
+    tok.add_argument("--minutes", type=whole_number(1, 1440), default=60)
     tok.set_defaults(run=_token)
 
 

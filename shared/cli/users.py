@@ -9,12 +9,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from shared.cli import exits
-from shared.cli.runtime import database_url
+from shared.cli.runtime import database_url, whole_number
 from shared.clock import SystemClock
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
-from shared.errors import Conflict
-from shared.identity.users import add_user
+from shared.identity.users import UserExists, add_user
 from shared.settings import load_settings
 
 
@@ -28,12 +27,6 @@ def _amount(text: str) -> Decimal:
     return value
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 100:
-        raise argparse.ArgumentTypeError("must be a whole number from 1 to 100")
-    return int(text)
-
-
 def register(sub: Any) -> None:
     users = sub.add_parser("users", help="users of the bank")
     users_sub = users.add_subparsers(dest="users_command", required=True, parser_class=type(users))
@@ -42,7 +35,9 @@ def register(sub: Any) -> None:
     add.add_argument("--password", required=True)
     add.add_argument("--azure-tag", required=True)
     add.add_argument("--balance", type=_amount, default=Decimal(0), help="each account's balance")
-    add.add_argument("--accounts", type=_count, default=1, help="how many accounts (default 1)")
+    add.add_argument(
+        "--accounts", type=whole_number(1, 100), default=1, help="how many accounts (default 1)"
+    )
     add.set_defaults(run=_add)
 
 
@@ -59,7 +54,7 @@ def _add(args: argparse.Namespace) -> int:
                 balance=args.balance,
                 accounts=args.accounts,
             )
-        except Conflict as exc:
+        except UserExists as exc:
             print(f"azurebank users add: {exc.title}", file=sys.stderr)
             return exits.FAILURE
         session.commit()

@@ -13,23 +13,25 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
-from shared.errors import Conflict, DomainError, Unauthenticated
+from shared.db.writes import rows_matched
+from shared.errors import Conflict, Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
 from shared.identity.pins import PinRequired, is_valid_pin, verify_pin
 from shared.settings import PinSettings
 
+# DESIGN §7: the message a malformed PIN field is refused with (400 VALIDATION_FAILED).
+PIN_FORMAT = "must be 4 to 6 digits (0-9)"
 
-class InvalidPassword(DomainError):
-    status = 401
+
+class InvalidPassword(Unauthenticated):
     error_code = "INVALID_PASSWORD"
     title = "The password is not correct."
 
@@ -37,18 +39,6 @@ class InvalidPassword(DomainError):
 class PinAlreadyEnrolled(Conflict):
     error_code = "PIN_ALREADY_ENROLLED"
     title = "A PIN is already enrolled; change it instead."
-
-
-class PinFormatInvalid(DomainError):
-    """The same shape as any other body validation failure (400 VALIDATION_FAILED, fields
-    named, values never echoed)."""
-
-    status = 400
-    error_code = "VALIDATION_FAILED"
-    title = "The request body is not valid."
-
-    def __init__(self, field: str) -> None:
-        super().__init__(errors=[{"field": field, "message": "must be 4 to 6 digits (0-9)"}])
 
 
 def enrol_pin(
@@ -77,7 +67,7 @@ def enrol_pin(
     if pin_hash is not None:
         raise PinAlreadyEnrolled
     if not is_valid_pin(pin):
-        raise PinFormatInvalid("pin")
+        raise ValidationFailed("pin", PIN_FORMAT)
     new_hash = hash_secret(pin, iterations=hash_iterations)
     with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
         now = clock.now()
@@ -87,13 +77,14 @@ def enrol_pin(
         )
         # Conditional, so of two concurrent enrolments exactly one sets the PIN; the other
         # rolls back with its audit row.
-        written = session.execute(
+        written = rows_matched(
+            session,
             update(AspNetUser)
             .where(AspNetUser.Id == user_id, AspNetUser.PinHash.is_(None))
             .values(PinHash=new_hash, PinAccessFailedCount=0, PinLockoutEnd=None)
-            .execution_options(synchronize_session=False)
+            .execution_options(synchronize_session=False),
         )
-        if cast(CursorResult[Any], written).rowcount != 1:
+        if written != 1:
             raise PinAlreadyEnrolled
         _owe_notice(session, user_id, NoticeKind.PIN_ENROLLED, now, audit_id)
         session.commit()
@@ -117,7 +108,7 @@ def change_pin(
         raise PinRequired
     # A malformed new PIN is refused before an attempt is spent on the current one.
     if not is_valid_pin(new_pin):
-        raise PinFormatInvalid("newPin")
+        raise ValidationFailed("newPin", PIN_FORMAT)
     verify_pin(engine, clock, pin_settings, user_id, current_pin)
     new_hash = hash_secret(new_pin, iterations=hash_iterations)
     with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:

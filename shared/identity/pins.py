@@ -33,16 +33,16 @@ import math
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, and_, case, literal, null, or_, select, update
+from sqlalchemy import Engine, and_, case, literal, null, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import AspNetUser
 from shared.db.types import UtcDateTime
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError, Unauthenticated
+from shared.db.writes import rows_matched
+from shared.errors import DomainError, Refusal, TooManyAttempts, Unauthenticated
 from shared.identity.passwords import verify_secret
 from shared.settings import PinSettings
 
@@ -52,20 +52,23 @@ PIN_PATTERN = re.compile(r"[0-9]{4,6}")
 SecretVerifier = Callable[[str | None, str], bool]
 
 
-class PinRequired(DomainError):
-    status = 422
+class PinRequired(Refusal):
     error_code = "PIN_REQUIRED"
     title = "A PIN is required."
 
 
-class PinLocked(DomainError):
-    status = 429
+class PinNotEnrolled(PinRequired):
+    """The caller has no PIN to check: the same rung, a title that says what to do."""
+
+    title = "No PIN is enrolled; enrol one first."
+
+
+class PinLocked(TooManyAttempts):
     error_code = "PIN_LOCKED"
     title = "Too many wrong PINs; the PIN is locked for now."
 
 
-class InvalidPin(DomainError):
-    status = 401
+class InvalidPin(Unauthenticated):
     error_code = "INVALID_PIN"
     title = "The PIN is not correct."
 
@@ -125,7 +128,8 @@ def _reserve_attempt(
     lapsed = and_(lockout_end.is_not(None), lockout_end <= now)
     # A lapsed lockout starts the count again: this attempt is the first of a new window.
     new_count = case((lapsed, 1), else_=count + 1)
-    reserved = session.execute(
+    reserved = rows_matched(
+        session,
         update(AspNetUser)
         .where(
             AspNetUser.Id == user_id,
@@ -138,7 +142,7 @@ def _reserve_attempt(
             # other attempt may start, and if it is the right PIN the reset unlocks again.
             PinLockoutEnd=case((new_count >= limit, literal(until, UtcDateTime())), else_=null()),
         )
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False),
     )
     state = session.execute(
         select(AspNetUser.PinHash, AspNetUser.PinAccessFailedCount, AspNetUser.PinLockoutEnd).where(
@@ -148,10 +152,10 @@ def _reserve_attempt(
     if state is None:
         return Unauthenticated()
     pin_hash, _count, locked_until = state
-    if cast(CursorResult[Any], reserved).rowcount == 1 and pin_hash is not None:
+    if reserved == 1 and pin_hash is not None:
         return str(pin_hash)
     if pin_hash is None:
-        return PinRequired(title="No PIN is enrolled; enrol one first.")
+        return PinNotEnrolled()
     if locked_until is not None and locked_until > now:
         return _locked(locked_until, now)
     # At or above the limit with no lockout recorded (the limit was lowered, or another writer

@@ -15,6 +15,11 @@ from shared.errors import Conflict
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret
 
 
+class UserExists(Conflict):
+    error_code = "USER_EXISTS"
+    title = "A user with that email or AzureTag already exists."
+
+
 @dataclass(frozen=True)
 class NewUser:
     user_id: str
@@ -39,7 +44,7 @@ def add_user(
         )
     )
     if taken is not None:
-        raise Conflict("USER_EXISTS", "A user with that email or AzureTag already exists.")
+        raise UserExists
     user = AspNetUser(
         Id=str(uuid.uuid4()),
         UserName=email,

@@ -6,12 +6,12 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
 
-from sqlalchemy import CursorResult, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
+from shared.db.writes import rows_matched
 from shared.money.refusals import AccountForbidden, AccountNotFound
 from shared.money.retry import LostRace
 
@@ -43,21 +43,60 @@ def primary_account(session: Session, user_id: str) -> Account | None:
 def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
     """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw);
     otherwise raise LostRace so the whole attempt runs again on fresh rows."""
-    result = cast(
-        CursorResult[Any],
-        session.execute(
-            update(Account)
-            .where(
-                Account.Id == account.Id,
-                Account.Version == account.Version,
-                Account.IsDeleted.is_(False),
-            )
-            .values(Balance=new_balance, Version=Account.Version + 1)
-            .execution_options(synchronize_session=False)
-        ),
+    written = rows_matched(
+        session,
+        update(Account)
+        .where(
+            Account.Id == account.Id,
+            Account.Version == account.Version,
+            Account.IsDeleted.is_(False),
+        )
+        .values(Balance=new_balance, Version=Account.Version + 1)
+        .execution_options(synchronize_session=False),
     )
-    if result.rowcount != 1:
+    if written != 1:
         raise LostRace()
+
+
+def move_money(
+    session: Session,
+    source: Account,
+    target: Account,
+    amount: Decimal,
+    *,
+    entry_id: uuid.UUID,
+    created_at: datetime,
+    recipient_azure_tag: str | None = None,
+) -> Decimal:
+    """Debit `source` and credit `target` under their concurrency tokens and post the TransferOut
+    (Id `entry_id`) and TransferIn rows; the source's balance after it. Does not commit."""
+    new_balance = source.Balance - amount
+    # Rows in Id order, so two movements between the same two accounts in opposite directions
+    # (two users, two application locks) cannot deadlock on each other.
+    for account, balance in sorted(
+        ((source, new_balance), (target, target.Balance + amount)),
+        key=lambda pair: str(pair[0].Id),
+    ):
+        write_balance(session, account, balance)
+    post_entry(
+        session,
+        entry_id=entry_id,
+        account_id=source.Id,
+        type_=TransactionType.TRANSFER_OUT,
+        amount=amount,
+        created_at=created_at,
+        recipient_azure_tag=recipient_azure_tag,
+        counterparty_account_id=target.Id,
+    )
+    post_entry(
+        session,
+        account_id=target.Id,
+        type_=TransactionType.TRANSFER_IN,
+        amount=amount,
+        created_at=created_at,
+        counterparty_account_id=source.Id,
+    )
+    return new_balance
 
 
 def post_entry(

@@ -29,15 +29,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from sqlalchemy import CursorResult, Engine, delete, select, update
+from sqlalchemy import Engine, delete, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.uow import unit_of_work
+from shared.db.writes import rows_matched
 from shared.money.applock_sql import is_lock_timeout
 from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, LockTimeout
 
@@ -181,24 +182,22 @@ class IdempotencyKeys:
     def complete(self, session: Session, claim: IdempotencyClaim, status: int, body: str) -> None:
         """Store the success in the money's own transaction; raise ClaimLost when the marker is
         no longer ours (the caller's transaction must then roll back)."""
-        result = cast(
-            CursorResult[Any],
-            session.execute(
-                update(IdempotencyRecord)
-                .where(
-                    IdempotencyRecord.Id == claim.record_id,
-                    IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
-                )
-                .values(
-                    State=IdempotencyState.COMPLETED.value,
-                    ResponseStatus=status,
-                    ResponseBody=body,
-                    CompletedAt=self._clock.now(),
-                )
-                .execution_options(synchronize_session=False)
-            ),
+        completed = rows_matched(
+            session,
+            update(IdempotencyRecord)
+            .where(
+                IdempotencyRecord.Id == claim.record_id,
+                IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
+            )
+            .values(
+                State=IdempotencyState.COMPLETED.value,
+                ResponseStatus=status,
+                ResponseBody=body,
+                CompletedAt=self._clock.now(),
+            )
+            .execution_options(synchronize_session=False),
         )
-        if result.rowcount != 1:
+        if completed != 1:
             raise ClaimLost()
 
     def release(self, claim: IdempotencyClaim) -> None:

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError
-from shared.money.accounts import own_open_account, post_entry, write_balance
+from shared.errors import ValidationFailed
+from shared.money.accounts import move_money, own_open_account, post_entry, write_balance
 from shared.money.ports import AuditAppender
 from shared.money.refusals import InsufficientFunds
 from shared.money.retry import run_money_transaction
@@ -85,12 +85,7 @@ class AccountRails:
     ) -> InternalTransferReceipt:
         """TransferOut without a RecipientAzureTag (so D2 does not count it) and TransferIn."""
         if from_account_id == to_account_id:
-            raise DomainError(
-                "VALIDATION_FAILED",
-                "The request body is not valid.",
-                status=400,
-                errors=[{"field": "toAccountId", "message": "must differ from fromAccountId"}],
-            )
+            raise ValidationFailed("toAccountId", "must differ from fromAccountId")
 
         def attempt(session: Session) -> InternalTransferReceipt:
             source = own_open_account(session, user_id, from_account_id)
@@ -111,30 +106,12 @@ class AccountRails:
                     "amount": str(amount),
                 },
             )
-            for account, balance in sorted(
-                ((source, source.Balance - amount), (target, target.Balance + amount)),
-                key=lambda pair: str(pair[0].Id),
-            ):
-                write_balance(session, account, balance)
-            post_entry(
-                session,
-                entry_id=transaction_id,
-                account_id=source.Id,
-                type_=TransactionType.TRANSFER_OUT,
-                amount=amount,
-                created_at=now,
-                counterparty_account_id=target.Id,
-            )
-            post_entry(
-                session,
-                account_id=target.Id,
-                type_=TransactionType.TRANSFER_IN,
-                amount=amount,
-                created_at=now,
-                counterparty_account_id=source.Id,
+            # No RecipientAzureTag on the TransferOut row, so the daily limit does not count it.
+            balance = move_money(
+                session, source, target, amount, entry_id=transaction_id, created_at=now
             )
             receipt = InternalTransferReceipt(
-                transaction_id, source.Id, target.Id, amount, source.Balance - amount, now
+                transaction_id, source.Id, target.Id, amount, balance, now
             )
             if on_success is not None:
                 on_success(session, receipt)
@@ -151,11 +128,7 @@ class AccountRails:
         *,
         on_success: SuccessHook | None = None,
     ) -> RailReceipt:
-        return self._run(
-            lambda session: self._single(
-                session, user_id, account_id, amount, TransactionType.DEPOSIT, on_success
-            )
-        )
+        return self._single(TransactionType.DEPOSIT, user_id, account_id, amount, on_success)
 
     def withdrawal(
         self,
@@ -166,50 +139,50 @@ class AccountRails:
         on_success: SuccessHook | None = None,
     ) -> RailReceipt:
         """Not counted by the daily limit (ADR-0056); refused only for funds."""
-        return self._run(
-            lambda session: self._single(
-                session, user_id, account_id, amount, TransactionType.WITHDRAWAL, on_success
-            )
-        )
+        return self._single(TransactionType.WITHDRAWAL, user_id, account_id, amount, on_success)
 
     def _single(
         self,
-        session: Session,
+        type_: TransactionType,
         user_id: str,
         account_id: uuid.UUID,
         amount: Decimal,
-        type_: TransactionType,
         on_success: SuccessHook | None,
     ) -> RailReceipt:
-        account = own_open_account(session, user_id, account_id)
-        outflow = type_ is TransactionType.WITHDRAWAL
-        if outflow and account.Balance < amount:
-            raise InsufficientFunds(available=account.Balance, requested=amount)
-        balance = account.Balance - amount if outflow else account.Balance + amount
-        now = self._clock.now()
-        transaction_id = uuid.uuid4()
-        self._audit.append(
-            session,
-            actor_user_id=user_id,
-            event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
-            occurred_at=now,
-            details={
-                "transactionId": str(transaction_id),
-                "accountId": str(account.Id),
-                "amount": str(amount),
-            },
-        )
-        write_balance(session, account, balance)
-        post_entry(
-            session,
-            entry_id=transaction_id,
-            account_id=account.Id,
-            type_=type_,
-            amount=amount,
-            created_at=now,
-        )
-        receipt = RailReceipt(transaction_id, account.Id, amount, balance, now)
-        if on_success is not None:
-            on_success(session, receipt)
-        session.flush()
-        return receipt
+        """A deposit or a withdrawal: one ledger row on one account, in the retry loop."""
+
+        def attempt(session: Session) -> RailReceipt:
+            account = own_open_account(session, user_id, account_id)
+            outflow = type_ is TransactionType.WITHDRAWAL
+            if outflow and account.Balance < amount:
+                raise InsufficientFunds(available=account.Balance, requested=amount)
+            balance = account.Balance - amount if outflow else account.Balance + amount
+            now = self._clock.now()
+            transaction_id = uuid.uuid4()
+            self._audit.append(
+                session,
+                actor_user_id=user_id,
+                event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
+                occurred_at=now,
+                details={
+                    "transactionId": str(transaction_id),
+                    "accountId": str(account.Id),
+                    "amount": str(amount),
+                },
+            )
+            write_balance(session, account, balance)
+            post_entry(
+                session,
+                entry_id=transaction_id,
+                account_id=account.Id,
+                type_=type_,
+                amount=amount,
+                created_at=now,
+            )
+            receipt = RailReceipt(transaction_id, account.Id, amount, balance, now)
+            if on_success is not None:
+                on_success(session, receipt)
+            session.flush()
+            return receipt
+
+        return self._run(attempt)

@@ -1,25 +1,31 @@
 """The money path's typed refusals (DESIGN §5). Titles are safe to show anyone; figures ride as
 extension members and become JSON numbers in api_funcs (ADR-0050 D7).
 
-    NotFound       ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
-    Forbidden      ACCOUNT_FORBIDDEN
+    BadRequest      IDEMPOTENCY_KEY_REQUIRED
     Unauthenticated AUTHORIZATION_REQUIRED, AUTHORIZATION_EXPIRED, AUTHORIZATION_INVALID
-    Refusal        PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Conflict       IDEMPOTENCY_IN_PROGRESS
-    Fault          LOCK_TIMEOUT, CONCURRENCY_CONFLICT
+    Forbidden       ACCOUNT_FORBIDDEN
+    NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
+    Conflict        IDEMPOTENCY_IN_PROGRESS
+    Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
+    Fault           LOCK_TIMEOUT, CONCURRENCY_CONFLICT
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 
-from shared.errors import Conflict, DomainError, Fault, Forbidden, NotFound, Refusal
-
-
-def utc_text(instant: datetime) -> str:
-    """An instant as ISO-8601 UTC with a `Z` (`2026-09-08T00:00:00Z`)."""
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
+# Re-exported: api_funcs imports utc_text from here.
+from shared.clock import utc_text as utc_text
+from shared.errors import (
+    BadRequest,
+    Conflict,
+    Fault,
+    Forbidden,
+    NotFound,
+    Refusal,
+    Unauthenticated,
+)
 
 
 class AccountNotFound(NotFound):
@@ -42,20 +48,17 @@ class PayeeInvalid(Refusal):
     title = "That payee cannot receive this transfer."
 
 
-class AuthorizationRequired(DomainError):
-    status = 401
+class AuthorizationRequired(Unauthenticated):
     error_code = "AUTHORIZATION_REQUIRED"
     title = "A transfer authorization is required."
 
 
-class AuthorizationExpired(DomainError):
-    status = 401
+class AuthorizationExpired(Unauthenticated):
     error_code = "AUTHORIZATION_EXPIRED"
     title = "The transfer authorization has expired."
 
 
-class AuthorizationInvalid(DomainError):
-    status = 401
+class AuthorizationInvalid(Unauthenticated):
     error_code = "AUTHORIZATION_INVALID"
     title = "The transfer authorization is not valid for this transfer."
 
@@ -87,9 +90,7 @@ class LockTimeout(Fault):
 
     error_code = "LOCK_TIMEOUT"
     title = "The transfer could not be processed in time; try again."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
 class ConcurrencyConflict(Fault):
@@ -97,9 +98,7 @@ class ConcurrencyConflict(Fault):
 
     error_code = "CONCURRENCY_CONFLICT"
     title = "The accounts were busy; nothing moved. Try again."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
 class IdempotencyKeyReused(Refusal):
@@ -110,12 +109,9 @@ class IdempotencyKeyReused(Refusal):
 class IdempotencyInProgress(Conflict):
     error_code = "IDEMPOTENCY_IN_PROGRESS"
     title = "A request with this Idempotency-Key is still in progress."
-
-    def __init__(self) -> None:
-        super().__init__(headers={"Retry-After": "1"})
+    retry_after = 1
 
 
-class IdempotencyKeyRequired(DomainError):
-    status = 400
+class IdempotencyKeyRequired(BadRequest):
     error_code = "IDEMPOTENCY_KEY_REQUIRED"
     title = "Money operations require an Idempotency-Key header."

@@ -19,20 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import CursorResult, Engine, select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import (
     Account,
     AuthorizationStatus,
-    TransactionType,
     TransferAuthorization,
 )
 from shared.db.uow import unit_of_work
-from shared.money.accounts import post_entry, primary_account, write_balance
+from shared.db.writes import rows_matched
+from shared.money.accounts import move_money, primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.payees import Payee, resolve_payee
@@ -174,31 +174,14 @@ class TransferService:
                 "amount": str(order.amount),
             },
         )
-        new_balance = sender.Balance - order.amount
-        # Rows in Id order, so two transfers between the same two accounts in opposite
-        # directions (two users, two application locks) cannot deadlock on each other.
-        for account, balance in sorted(
-            ((sender, new_balance), (receiver, receiver.Balance + order.amount)),
-            key=lambda pair: str(pair[0].Id),
-        ):
-            write_balance(session, account, balance)
-        post_entry(
+        new_balance = move_money(
             session,
+            sender,
+            receiver,
+            order.amount,
             entry_id=transaction_id,
-            account_id=sender.Id,
-            type_=TransactionType.TRANSFER_OUT,
-            amount=order.amount,
             created_at=now,
             recipient_azure_tag=order.recipient_azure_tag,
-            counterparty_account_id=receiver.Id,
-        )
-        post_entry(
-            session,
-            account_id=receiver.Id,
-            type_=TransactionType.TRANSFER_IN,
-            amount=order.amount,
-            created_at=now,
-            counterparty_account_id=sender.Id,
         )
         self._spend(session, order, transaction_id, now)
         receipt = TransferReceipt(
@@ -219,24 +202,22 @@ class TransferService:
     ) -> None:
         """Mark the authorization spent only if it is still Pending and unexpired: of two spends
         of one authorization, the second matches no row and loses."""
-        result = cast(
-            CursorResult[Any],
-            session.execute(
-                update(TransferAuthorization)
-                .where(
-                    TransferAuthorization.Id == order.authorization_id,
-                    TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-                    TransferAuthorization.ExpiresAt > now,
-                )
-                .values(
-                    Status=AuthorizationStatus.SPENT.value,
-                    SpentAt=now,
-                    TransactionId=transaction_id,
-                )
-                .execution_options(synchronize_session=False)
-            ),
+        spent = rows_matched(
+            session,
+            update(TransferAuthorization)
+            .where(
+                TransferAuthorization.Id == order.authorization_id,
+                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+                TransferAuthorization.ExpiresAt > now,
+            )
+            .values(
+                Status=AuthorizationStatus.SPENT.value,
+                SpentAt=now,
+                TransactionId=transaction_id,
+            )
+            .execution_options(synchronize_session=False),
         )
-        if result.rowcount == 1:
+        if spent == 1:
             return
         expires_at = session.scalar(
             select(TransferAuthorization.ExpiresAt).where(

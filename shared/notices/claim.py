@@ -16,12 +16,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import cast
 
-from sqlalchemy import CursorResult, Table, select, update
+from sqlalchemy import ColumnElement, Table, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import SubscriberNotice
+from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
@@ -61,6 +62,10 @@ class NoticeClaim:
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
 
+    def _held_by_this_runner(self) -> ColumnElement[bool]:
+        # What "held" means for renew, held and release alike: owed, and leased under this name.
+        return and_(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+
     def take(self, session: Session, now: datetime) -> ClaimResult:
         """Renew what this runner holds, then claim up to `BatchSize − held` more."""
         lease_until = now + self.lease
@@ -73,12 +78,10 @@ class NoticeClaim:
 
     def renew(self, session: Session, lease_until: datetime) -> int:
         """Move every owed row this runner holds to the new lease end; how many it holds."""
-        result = session.execute(
-            update(_NOTICES)
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
-            .values(LeasedUntil=lease_until)
+        return rows_matched(
+            session,
+            update(_NOTICES).where(self._held_by_this_runner()).values(LeasedUntil=lease_until),
         )
-        return int(cast(CursorResult[Any], result).rowcount)
 
     def claim(
         self, session: Session, *, now: datetime, lease_until: datetime, limit: int
@@ -107,7 +110,7 @@ class NoticeClaim:
                 _NOTICES.c.AuditEventId,
                 _NOTICES.c.LeasedUntil,
             )
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
+            .where(self._held_by_this_runner())
             .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
         )
         return [HeldNotice(*row) for row in rows]
@@ -115,12 +118,12 @@ class NoticeClaim:
     def release(self, session: Session) -> int:
         """Give up every owed row this runner holds (a runner that is about to exit), so the next
         run or another runner may take them at once rather than when the lease lapses."""
-        result = session.execute(
+        return rows_matched(
+            session,
             update(_NOTICES)
-            .where(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
-            .values(LeasedBy=None, LeasedUntil=None)
+            .where(self._held_by_this_runner())
+            .values(LeasedBy=None, LeasedUntil=None),
         )
-        return int(cast(CursorResult[Any], result).rowcount)
 
     def mark_delivered(
         self, session: Session, notice_id: uuid.UUID, *, at: datetime, receipt: str
@@ -128,7 +131,8 @@ class NoticeClaim:
         """Record the delivery and clear the lease; False when the row was already delivered."""
         # DeliveredAt is the concurrency token: whoever marks first wins, whatever the lease says,
         # so a runner whose lease lapsed mid-delivery cannot mark a row twice.
-        result = session.execute(
+        marked = rows_matched(
+            session,
             update(_NOTICES)
             .where(_NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_(None))
             .values(
@@ -136,6 +140,6 @@ class NoticeClaim:
                 DeliveryReceipt=receipt[:400],
                 LeasedBy=None,
                 LeasedUntil=None,
-            )
+            ),
         )
-        return int(cast(CursorResult[Any], result).rowcount) == 1
+        return marked == 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import cast
 
-from sqlalchemy import ColumnElement, Table, func, or_, select
+from sqlalchemy import ColumnElement, Table, case, func, or_, select
 from sqlalchemy.orm import Session
 
 from shared.db.schema import SubscriberNotice
@@ -74,15 +74,12 @@ def lease_holders(
 
 def read_owed_status(session: Session, now: datetime) -> OwedStatus:
     """How many rows are owed, how many are free to claim, who holds the rest, and the oldest."""
-    owed = session.scalar(select(func.count()).where(_OWED)) or 0
-    free = (
-        session.scalar(
-            select(func.count()).where(
-                _OWED, or_(_NOTICES.c.LeasedUntil.is_(None), _NOTICES.c.LeasedUntil <= now)
-            )
-        )
-        or 0
-    )
+    free_now = or_(_NOTICES.c.LeasedUntil.is_(None), _NOTICES.c.LeasedUntil <= now)
+    # One statement for both counts: one pass over the owed rows, and `free` can never exceed
+    # `owed` (two statements could see different rows between them).
+    owed, free = session.execute(
+        select(func.count(), func.sum(case((free_now, 1), else_=0))).where(_OWED)
+    ).one()
     oldest = session.execute(
         select(_NOTICES.c.Id, _NOTICES.c.CreatedAt)
         .where(_OWED)
@@ -92,7 +89,7 @@ def read_owed_status(session: Session, now: datetime) -> OwedStatus:
     return OwedStatus(
         now=now,
         owed=int(owed),
-        free=int(free),
+        free=int(free or 0),
         holders=lease_holders(session, now, live_only=False),
         oldest_owed_id=None if oldest is None else oldest[0],
         oldest_owed_at=None if oldest is None else oldest[1],

@@ -24,35 +24,39 @@ from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.transports import NoticeTransport, transport_from_settings
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import CONTACT_MISSING, Settings, SettingsError
 
 log = logging.getLogger("azurebank.notices.sweep")
 
 
-@dataclass(frozen=True)
+@dataclass
 class NoticeSweepSummary:
-    """What one sweep did. Evidence findings are not counted here (ADR-0052 consequences)."""
+    """What one sweep did, filled in by the sweep as it goes; read it, never write it. Evidence
+    findings are not counted here (ADR-0052 consequences)."""
 
     runner: str
     lease_until: datetime | None = None
     renewed: int = 0  # rows this runner already held, renewed to the new lease end
-    claimed: int = 0  # rows newly claimed by this sweep
+    claimed_ids: tuple[uuid.UUID, ...] = field(default=(), repr=False)  # newly claimed rows
     held: int = 0  # rows held after the claim, as re-read by name
     delivered: int = 0
     refused: int = 0  # the name already existed (ADR-0048 D3)
     failed: int = 0  # unusable address, unrenderable kind, transport failure
     taken: int = 0  # the mark found the row already delivered
     not_attempted: int = 0  # held but not tried: the lease ran out, or the caller excluded it
-    held_by_others: int = 0  # owed rows under another runner's live lease
-    other_holders: tuple[LeaseHolder, ...] = ()
+    other_holders: tuple[LeaseHolder, ...] = ()  # other runners' live leases on owed rows
     lease_lapsed: bool = False  # this sweep outlived its own lease and stopped delivering
     failed_whole: str | None = None  # exception type of a sweep that failed as a whole
-    claimed_ids: tuple[uuid.UUID, ...] = field(default=(), repr=False)
 
     @property
-    def owed_left(self) -> int:
-        """Rows this runner still holds, owed, after the sweep."""
-        return self.refused + self.failed + self.not_attempted
+    def claimed(self) -> int:
+        """Rows newly claimed by this sweep."""
+        return len(self.claimed_ids)
+
+    @property
+    def held_by_others(self) -> int:
+        """Owed rows under another runner's live lease."""
+        return sum(h.rows for h in self.other_holders)
 
     def line(self) -> str:
         """One Information line; it names rows by count only."""
@@ -103,12 +107,7 @@ class NoticeSweep:
         `lease_seconds` overrides Notices__LeaseSeconds (the verb's lease is two minutes, D5)."""
         notices = settings.Notices
         if not notices.Contact:
-            raise SettingsError(
-                [
-                    "Notices__Contact: missing; it is mandatory content of every notice. "
-                    f"Fix: {fix_for('Notices__Contact')}."
-                ]
-            )
+            raise SettingsError([CONTACT_MISSING])
         return cls(
             engine,
             clock,
@@ -128,9 +127,9 @@ class NoticeSweep:
         """One sweep. `exclude`: held rows not to attempt this time (still renewed and held),
         e.g. the verb's rows that already failed once in the same run. `on_outcome` sees each
         outcome as it happens."""
-        tally = _Tally()
+        summary = NoticeSweepSummary(self.runner)
         try:
-            self._run(tally, exclude, on_outcome)
+            self._run(summary, exclude, on_outcome)
         except Exception as exc:
             # D1/D7: Error, by type only: a driver's message can carry bound parameters.
             log.error(
@@ -138,12 +137,12 @@ class NoticeSweep:
                 self.runner,
                 type(exc).__name__,
             )
-            tally.failed_whole = type(exc).__name__
-        return tally.summary(self.runner)
+            summary.failed_whole = type(exc).__name__
+        return summary
 
     def _run(
         self,
-        tally: _Tally,
+        summary: NoticeSweepSummary,
         exclude: Collection[uuid.UUID],
         on_outcome: Callable[[DeliveryOutcome], None] | None,
     ) -> None:
@@ -152,20 +151,22 @@ class NoticeSweep:
         with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
             taken = self.claim.take(session, now)
             session.commit()
-        tally.lease_until = taken.lease_until
-        tally.renewed = taken.renewed
-        tally.claimed_ids = taken.claimed_ids
+        summary.lease_until = taken.lease_until
+        summary.renewed = taken.renewed
+        summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
             held = self.claim.held(session)  # ADR-0048 D2: by name, never by the instant
-            tally.others = lease_holders(session, now, live_only=True, excluding=self.runner)
-        tally.held = len(held)
+            summary.other_holders = lease_holders(
+                session, now, live_only=True, excluding=self.runner
+            )
+        summary.held = len(held)
 
         for position, notice in enumerate(held):
             if self._clock.now() >= taken.lease_until:
                 # D2: a sweep that outlives its own lease stops delivering and says so; another
                 # runner may already have taken these rows over.
-                tally.lease_lapsed = True
-                tally.not_attempted += len(held) - position
+                summary.lease_lapsed = True
+                summary.not_attempted += len(held) - position
                 log.warning(
                     "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
                     "with %d held rows not attempted",
@@ -175,57 +176,23 @@ class NoticeSweep:
                 )
                 break
             if notice.id in exclude:
-                tally.not_attempted += 1
+                summary.not_attempted += 1
                 continue
             outcome = self._delivery.deliver(notice)
-            tally.count(outcome)
+            _count(summary, outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
 
-        if tally.held:  # an idle sweep says nothing, every period
-            log.info("%s", tally.summary(self.runner).line())
+        if summary.held:  # an idle sweep says nothing, every period
+            log.info("%s", summary.line())
 
 
-@dataclass
-class _Tally:
-    lease_until: datetime | None = None
-    renewed: int = 0
-    claimed_ids: tuple[uuid.UUID, ...] = ()
-    held: int = 0
-    delivered: int = 0
-    refused: int = 0
-    failed: int = 0
-    taken: int = 0
-    not_attempted: int = 0
-    others: tuple[LeaseHolder, ...] = ()
-    lease_lapsed: bool = False
-    failed_whole: str | None = None
-
-    def count(self, outcome: DeliveryOutcome) -> None:
-        if outcome.status is DeliveryStatus.DELIVERED:
-            self.delivered += 1
-        elif outcome.status is DeliveryStatus.REFUSED:
-            self.refused += 1
-        elif outcome.status is DeliveryStatus.TAKEN:
-            self.taken += 1
-        elif outcome.status in FAILURES:
-            self.failed += 1
-
-    def summary(self, runner: str) -> NoticeSweepSummary:
-        return NoticeSweepSummary(
-            runner=runner,
-            lease_until=self.lease_until,
-            renewed=self.renewed,
-            claimed=len(self.claimed_ids),
-            held=self.held,
-            delivered=self.delivered,
-            refused=self.refused,
-            failed=self.failed,
-            taken=self.taken,
-            not_attempted=self.not_attempted,
-            held_by_others=sum(h.rows for h in self.others),
-            other_holders=self.others,
-            lease_lapsed=self.lease_lapsed,
-            failed_whole=self.failed_whole,
-            claimed_ids=self.claimed_ids,
-        )
+def _count(summary: NoticeSweepSummary, outcome: DeliveryOutcome) -> None:
+    if outcome.status is DeliveryStatus.DELIVERED:
+        summary.delivered += 1
+    elif outcome.status is DeliveryStatus.REFUSED:
+        summary.refused += 1
+    elif outcome.status is DeliveryStatus.TAKEN:
+        summary.taken += 1
+    elif outcome.status in FAILURES:
+        summary.failed += 1

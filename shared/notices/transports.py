@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import NO_STORAGE_NAMED, Settings, SettingsError, fix_for
 
 if TYPE_CHECKING:
     from azure.storage.blob import ContainerClient
@@ -180,13 +180,7 @@ def transport_from_settings(settings: Settings) -> NoticeTransport:
                 connection_string=storage.ConnectionString,
                 blob_service_uri=storage.blobServiceUri,
             )
-        raise SettingsError(
-            [
-                "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
-                "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
-                "account's blob URI (identity)."
-            ]
-        )
+        raise SettingsError([NO_STORAGE_NAMED])
     raise SettingsError(
         [
             "Notices__PickupDirectory: exactly one of Notices__PickupDirectory and "
