@@ -6,12 +6,15 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
 
+from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import Chain, Context, CurrentUser
 from api_funcs.pin_schema import Pin
 from api_funcs.problem_docs import error_code_responses
 from shared.identity.pin_service import change_pin, enrol_pin
 
-router = APIRouter(tags=["pin"])
+# The app's one body reader: bytes that are not UTF-8, or JSON nested past the recursion limit,
+# are "not JSON" (400 VALIDATION_FAILED, DESIGN §5), not FastAPI's generic 400.
+router = APIRouter(route_class=DecimalJSONRoute, tags=["pin"])
 
 _AUDIT_CHAIN = {503: ["AUDIT_CHAIN_UNAVAILABLE"]}
 
