@@ -51,7 +51,9 @@ Money = Annotated[
     Field(gt=0, le=MONEY_MAX, decimal_places=2),
     WithJsonSchema(MONEY_SCHEMA),
 ]
-AzureTag = Annotated[str, Field(min_length=1, max_length=64)]
+# No NUL: no customer can hold one (PostgreSQL's text cannot), and looked up as sent it failed
+# in the driver; refused here it is a body error naming the field, on every database.
+AzureTag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]
 
 
 def cents(amount: Decimal) -> Decimal:
