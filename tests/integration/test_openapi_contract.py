@@ -376,10 +376,11 @@ def _fuzz(bank: Bank, operation: Any, mode: GenerationMode, seen: dict[str, set[
 
 def test_every_operation_conforms_to_its_document_and_never_answers_5xx(db_url: str) -> None:
     """Schemathesis 4 over the ASGI app, on SQLite and on PostgreSQL (they refuse different
-    input: PostgreSQL's text holds no NUL, test_nul_in_text_fields): every operation of DESIGN §5, positive and negative cases,
-    each case from a known state (a real bearer token; accounts, a payee, a PIN, a real
-    authorization where the scenario asks). (Driven through `as_strategy`: its pytest fixture
-    loader needs a pytest private attribute that pytest 9 no longer has.)"""
+    input: PostgreSQL's text holds no NUL, test_nul_in_text_fields): every operation of DESIGN
+    §5, positive and negative cases, each case from a known state (a real bearer token;
+    accounts, a payee, a PIN, a real authorization where the scenario asks). (Driven through
+    `as_strategy`: its pytest fixture loader needs a pytest private attribute that pytest 9 no
+    longer has.)"""
     bank = Bank(db_url, FakeClock())
     config = SchemathesisConfig.from_dict(
         {
