@@ -1,6 +1,8 @@
 """Request bodies parsed with every JSON fraction as a `Decimal`, never a float (DESIGN §3, §5):
 `0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two decimals" is a
-question about the digits sent, not about a binary approximation of them."""
+question about the digits sent, not about a binary approximation of them. Every router with a
+request body uses it, so anything that is not JSON reaches the caller as 400 VALIDATION_FAILED
+naming the body (DESIGN §5), whatever made it unreadable."""
 
 from __future__ import annotations
 

@@ -4,13 +4,25 @@ maximum), parsed as Decimal."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import (
+    AliasGenerator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_snake
 
+from api_funcs.pin_schema import Pin
+from shared.money.refusals import utc_text
 from shared.settings import MONEY_MAX
 
 CENT = Decimal("0.01")
@@ -39,8 +51,9 @@ Money = Annotated[
     Field(gt=0, le=MONEY_MAX, decimal_places=2),
     WithJsonSchema(MONEY_SCHEMA),
 ]
-MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
-AzureTag = Annotated[str, Field(min_length=1, max_length=64)]
+# No NUL: no customer can hold one (PostgreSQL's text cannot), and looked up as sent it failed
+# in the driver; refused here it is a body error naming the field, on every database.
+AzureTag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]
 
 
 def cents(amount: Decimal) -> Decimal:
@@ -57,6 +70,19 @@ def money_number(value: Decimal) -> int | float:
     return float(normal)
 
 
+# What a response carries: money as a JSON number (never a string), instants as UTC `…Z` text.
+MoneyOut = Annotated[
+    Decimal,
+    PlainSerializer(money_number, return_type=int | float),
+    WithJsonSchema({"type": "number"}),
+]
+UtcInstant = Annotated[
+    datetime,
+    PlainSerializer(utc_text, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
 # --- requests ---------------------------------------------------------------------------------
 
 
@@ -65,7 +91,7 @@ class MintBody(BaseModel):
     recipientAzureTag: AzureTag
     amount: Money
     # Optional here: a missing PIN is the PIN rung's 422 PIN_REQUIRED, after the daily check.
-    pin: str | None = Field(default=None, max_length=64)
+    pin: Pin | None = None
 
 
 class TransferBody(BaseModel):
@@ -87,45 +113,63 @@ class AccountAmountBody(BaseModel):
     amount: Money
 
 
-# --- responses (for the document; bodies are rendered by money_json) ---------------------------
+# --- responses: the document's schemas, and what renders each body ----------------------------
 
 
-class MintResponse(BaseModel):
+class Receipt(BaseModel):
+    """A response body read off a shared.money receipt (its snake_case attributes), so the body
+    is rendered by the very model the document publishes (`render`)."""
+
+    model_config = ConfigDict(
+        from_attributes=True, alias_generator=AliasGenerator(validation_alias=to_snake)
+    )
+
+    @classmethod
+    def body(cls, receipt: object) -> dict[str, Any]:
+        return cls.model_validate(receipt).model_dump(mode="json")
+
+    @classmethod
+    def render(cls, receipt: object) -> str:
+        """The body's JSON text (compact; stored and replayed byte-for-byte, ADR-0009)."""
+        return json.dumps(cls.body(receipt), separators=(",", ":"))
+
+
+class MintResponse(Receipt):
     authorizationId: uuid.UUID
-    expiresAt: datetime
+    expiresAt: UtcInstant
     accountId: uuid.UUID
     recipientAzureTag: str
     amount: MoneyOut
 
 
-class TransferResponse(BaseModel):
+class TransferResponse(Receipt):
     transactionId: uuid.UUID
     accountId: uuid.UUID
     recipientAzureTag: str
     amount: MoneyOut
     balance: MoneyOut
-    createdAt: datetime
+    createdAt: UtcInstant
 
 
-class InternalTransferResponse(BaseModel):
+class InternalTransferResponse(Receipt):
     transactionId: uuid.UUID
     fromAccountId: uuid.UUID
     toAccountId: uuid.UUID
     amount: MoneyOut
     balance: MoneyOut
-    createdAt: datetime
+    createdAt: UtcInstant
 
 
-class RailResponse(BaseModel):
+class RailResponse(Receipt):
     transactionId: uuid.UUID
     accountId: uuid.UUID
     amount: MoneyOut
     balance: MoneyOut
-    createdAt: datetime
+    createdAt: UtcInstant
 
 
-class AllowanceResponse(BaseModel):
+class AllowanceResponse(Receipt):
     limit: MoneyOut
     used: MoneyOut
     remaining: MoneyOut
-    resetsAt: datetime
+    resetsAt: UtcInstant

@@ -1,6 +1,8 @@
 """What each operation declares in the OpenAPI document (DESIGN §5; ADR-0050 Consequences): per
 status, a problem+json schema whose `errorCode` is one of the codes that status can carry, the
-same list as `x-error-codes`, and, per code, the extension members it always sends."""
+same list as `x-error-codes`, per code the extension members it always sends, and the headers
+those codes send. Every route declares its refusals through `error_code_responses` (the one
+helper: identity's and money's routes alike)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,6 @@ from typing import Any
 from api_funcs.problems import PROBLEM_JSON, problem_type
 
 _NUMBER = {"type": "number"}
-_RETRY_AFTER = {
-    "Retry-After": {
-        "description": "Seconds to wait before trying again.",
-        "schema": {"type": "integer", "minimum": 0},
-    }
-}
 
 # The members a code always carries (ADR-0050 D7; DESIGN §5); `remaining` is never sent.
 CODE_MEMBERS: dict[str, dict[str, dict[str, Any]]] = {
@@ -39,15 +35,37 @@ CODE_MEMBERS: dict[str, dict[str, dict[str, Any]]] = {
 }
 _FORBIDDEN_MEMBERS: dict[str, list[str]] = {"DAILY_LIMIT_EXCEEDED": ["remaining"]}
 
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Whole seconds to wait before trying again.",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+_WWW_AUTHENTICATE = {
+    "WWW-Authenticate": {
+        "description": "The scheme to authenticate with.",
+        "schema": {"type": "string", "enum": ["Bearer"]},
+    }
+}
+# The headers a code always sends (shared.errors: each refusal's `headers`).
+CODE_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
+    "UNAUTHENTICATED": _WWW_AUTHENTICATE,
+    "PIN_LOCKED": _RETRY_AFTER,
+    "IDEMPOTENCY_IN_PROGRESS": _RETRY_AFTER,
+    "LOCK_TIMEOUT": _RETRY_AFTER,
+    "CONCURRENCY_CONFLICT": _RETRY_AFTER,
+}
+
 _DESCRIPTIONS = {
     400: "The request is malformed.",
-    401: "Not authenticated, or the transfer authorization or PIN was not accepted.",
+    401: "Not authenticated, or a credential (password, PIN, transfer authorization) was not "
+    "accepted.",
     403: "The account belongs to someone else.",
     404: "The account or payee does not exist.",
-    409: "A request with this Idempotency-Key is still in flight.",
+    409: "The request conflicts with the current state.",
     422: "A rule refused the request.",
     429: "Too many wrong PINs.",
-    503: "The request could not be decided now; nothing moved. Retry after Retry-After.",
+    503: "The request could not be decided now; nothing changed.",
 }
 
 
@@ -72,7 +90,7 @@ def _code_schema(status: int, code: str) -> dict[str, Any]:
 
 
 def error_code_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for these statuses and codes."""
+    """FastAPI `responses=` for these statuses and codes (each status's codes in rung order)."""
     out: dict[int | str, dict[str, Any]] = {}
     for status, names in sorted(codes.items()):
         ordered = list(dict.fromkeys(names))
@@ -85,8 +103,9 @@ def error_code_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, 
             },
             "x-error-codes": ordered,
         }
-        if status in (429, 503) or (status == 409 and "IDEMPOTENCY_IN_PROGRESS" in ordered):
-            entry["headers"] = _RETRY_AFTER
+        headers = {name: h for code in ordered for name, h in CODE_HEADERS.get(code, {}).items()}
+        if headers:
+            entry["headers"] = headers
         out[status] = entry
     return out
 

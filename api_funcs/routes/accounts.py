@@ -11,7 +11,7 @@ from pydantic import BaseModel, PlainSerializer
 from sqlalchemy.orm import Session
 
 from api_funcs.deps import CurrentUser, get_session
-from api_funcs.problems import problem_responses
+from api_funcs.problem_docs import error_code_responses
 from shared.accounts.listing import list_accounts
 
 router = APIRouter(tags=["accounts"])
@@ -36,7 +36,7 @@ class AccountView(BaseModel):
     name="accounts",
     operation_id="accounts",
     summary="The caller's accounts",
-    responses=problem_responses((401, "UNAUTHENTICATED")),
+    responses=error_code_responses({401: ["UNAUTHENTICATED"]}),
 )
 def accounts(
     user_id: CurrentUser, session: Annotated[Session, Depends(get_session)]

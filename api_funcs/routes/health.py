@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from api_funcs.problem_docs import error_code_responses
+
 router = APIRouter()
 
 
-@router.get("/api/health", name="health", tags=["health"], summary="Liveness")
+@router.get(
+    "/api/health",
+    name="health",
+    operation_id="health",
+    tags=["health"],
+    summary="Liveness",
+    # DESIGN §5: health refuses nothing; it declares its 200 and no problem response.
+    responses=error_code_responses({}),
+)
 async def health() -> dict[str, str]:
     return {"status": "ok"}

@@ -6,32 +6,34 @@ from __future__ import annotations
 from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
 
+from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import Chain, Context, CurrentUser
-from api_funcs.problems import problem_responses
+from api_funcs.pin_schema import Pin
+from api_funcs.problem_docs import error_code_responses
 from shared.identity.pin_service import change_pin, enrol_pin
 
-router = APIRouter(tags=["pin"])
+# The app's one body reader: bytes that are not UTF-8, or JSON nested past the recursion limit,
+# are "not JSON" (400 VALIDATION_FAILED, DESIGN §5), not FastAPI's generic 400.
+router = APIRouter(route_class=DecimalJSONRoute, tags=["pin"])
 
-_AUTH = (401, "UNAUTHENTICATED")
-_BODY = (400, "VALIDATION_FAILED")
-_CHAIN = (503, "AUDIT_CHAIN_UNAVAILABLE")
+_AUDIT_CHAIN = {503: ["AUDIT_CHAIN_UNAVAILABLE"]}
 
 
 class PinEnrolment(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     # Lengths bound the work a request can ask of PBKDF2; the PIN's format is the service's
-    # rung (DESIGN §5: after the password and the enrolment check).
+    # rung (DESIGN §5: after the password and the enrolment check), declared by `Pin`.
     password: str = Field(min_length=1, max_length=1024)
-    pin: str = Field(max_length=64)
+    pin: Pin
 
 
 class PinChange(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     # Absent or blank is the 422 PIN_REQUIRED rung, not a body error.
-    currentPin: str | None = Field(default=None, max_length=64)
-    newPin: str = Field(max_length=64)
+    currentPin: Pin | None = None
+    newPin: Pin
 
 
 class PinOutcome(BaseModel):
@@ -44,12 +46,13 @@ class PinOutcome(BaseModel):
     operation_id="pin_enrol",
     summary="Enrol a PIN (behind the password)",
     status_code=status.HTTP_201_CREATED,
-    responses=problem_responses(
-        _AUTH,
-        (401, "INVALID_PASSWORD"),
-        (409, "PIN_ALREADY_ENROLLED"),
-        _BODY,
-        _CHAIN,
+    responses=error_code_responses(
+        {
+            401: ["UNAUTHENTICATED", "INVALID_PASSWORD"],
+            409: ["PIN_ALREADY_ENROLLED"],
+            400: ["VALIDATION_FAILED"],
+            **_AUDIT_CHAIN,
+        }
     ),
 )
 def pin_enrol(body: PinEnrolment, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:
@@ -62,13 +65,14 @@ def pin_enrol(body: PinEnrolment, user_id: CurrentUser, ctx: Context, chain: Cha
     name="pin_change",
     operation_id="pin_change",
     summary="Change the PIN (behind the current PIN)",
-    responses=problem_responses(
-        _AUTH,
-        (422, "PIN_REQUIRED"),
-        (429, "PIN_LOCKED"),
-        (401, "INVALID_PIN"),
-        _BODY,
-        _CHAIN,
+    responses=error_code_responses(
+        {
+            401: ["UNAUTHENTICATED", "INVALID_PIN"],
+            422: ["PIN_REQUIRED"],
+            429: ["PIN_LOCKED"],
+            400: ["VALIDATION_FAILED"],
+            **_AUDIT_CHAIN,
+        }
     ),
 )
 def pin_change(body: PinChange, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:

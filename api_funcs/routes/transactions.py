@@ -4,13 +4,14 @@ allowance read. Handlers parse, call `shared.money`, and render; every rule live
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy.orm import Session
+from pydantic import BaseModel
 
 from api_funcs.context import AppContext
 from api_funcs.decimal_json import DecimalJSONRoute
@@ -23,10 +24,10 @@ from api_funcs.money_schemas import (
     MintBody,
     MintResponse,
     RailResponse,
+    Receipt,
     TransferBody,
     TransferResponse,
     cents,
-    money_number,
 )
 from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempotency_key_parameter
 from shared.audit.chain import AuditChain
@@ -37,9 +38,9 @@ from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.idempotency import MAX_KEY_LENGTH, IdempotencyKeys, StoredResponse
 from shared.money.mint import MintRequest, TransferMint
-from shared.money.rails import AccountRails, InternalTransferReceipt, RailReceipt
-from shared.money.refusals import IdempotencyKeyRequired, utc_text
-from shared.money.transfers import TransferOrder, TransferReceipt, TransferService
+from shared.money.rails import AccountRails
+from shared.money.refusals import IdempotencyKeyRequired
+from shared.money.transfers import SuccessHook, TransferOrder, TransferService
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
@@ -122,6 +123,13 @@ def _lock_timeout(ctx: AppContext) -> int:
     return ctx.settings.DailyLimit.LockTimeoutSeconds
 
 
+def _rails(ctx: AppContext, chain: AuditChain) -> AccountRails:
+    return AccountRails(ctx.engine, ctx.clock, chain, busy_timeout_seconds=_lock_timeout(ctx))
+
+
+# --- what every idempotent money operation does (ADR-0009) -------------------------------------
+
+
 def _idempotency_key(request: Request) -> str:
     key = request.headers.get("idempotency-key")
     if key is None or not key.strip():
@@ -136,8 +144,11 @@ def _idempotency_key(request: Request) -> str:
     return key
 
 
-def _json_text(body: dict[str, Any]) -> str:
-    return json.dumps(body, separators=(",", ":"))
+def _canonical(body: BaseModel) -> dict[str, Any]:
+    """The request as its key remembers it: the parsed fields, amounts to the cent (so 100 and
+    100.00 are one request)."""
+    amounts = {name: str(cents(value)) for name, value in body if isinstance(value, Decimal)}
+    return {**body.model_dump(mode="json"), **amounts}
 
 
 def _answer(stored: StoredResponse, replayed: bool) -> Response:
@@ -151,62 +162,81 @@ def _answer(stored: StoredResponse, replayed: bool) -> Response:
     )
 
 
-Store = Callable[[Session, str], None]
+Route = TypeVar("Route", bound=Callable[..., Any])
 
 
-def _idempotent(
-    ctx: AppContext,
-    request: Request,
-    user_id: str,
-    operation: str,
-    canonical: dict[str, Any],
-    action: Callable[[Store], object],
-) -> Response:
-    key = _idempotency_key(request)
-    keys = IdempotencyKeys(ctx.engine, ctx.clock, lock_timeout_seconds=_lock_timeout(ctx))
-    stored, replayed = keys.run(user_id, operation, key, canonical, action, status=201)
-    return _answer(stored, replayed)
+@dataclass(frozen=True)
+class MoneyOperation:
+    """An idempotent money operation: its Function name, route and success body (201)."""
+
+    name: str
+    path: str
+    summary: str
+    response: type[Receipt]
+
+    def route(self) -> Callable[[Route], Route]:
+        """The operation's POST, declaring its refusals, the Idempotency-Key it requires and
+        the Idempotency-Replayed header of a replay."""
+        return router.post(
+            self.path,
+            name=self.name,
+            operation_id=self.name,
+            summary=self.summary,
+            status_code=201,
+            response_model=None,
+            responses=_responses(self.name, 201, self.response, replayable=True),
+            openapi_extra=idempotency_key_parameter(),
+        )
+
+    def once(
+        self,
+        ctx: AppContext,
+        request: Request,
+        user_id: str,
+        body: BaseModel,
+        move: Callable[[SuccessHook], object],
+    ) -> Response:
+        """Run `move(on_success)` at most once per key: its hook stores the rendered receipt in
+        the money's own transaction; a retry answers that text with Idempotency-Replayed."""
+        key = _idempotency_key(request)
+        keys = IdempotencyKeys(ctx.engine, ctx.clock, lock_timeout_seconds=_lock_timeout(ctx))
+        stored, replayed = keys.run(
+            user_id,
+            self.name,
+            key,
+            _canonical(body),
+            lambda store: move(
+                lambda session, receipt: store(session, self.response.render(receipt))
+            ),
+            status=201,
+        )
+        return _answer(stored, replayed)
 
 
-# --- renderers --------------------------------------------------------------------------------
-
-
-def _transfer_body(r: TransferReceipt) -> str:
-    return _json_text(
-        {
-            "transactionId": str(r.transaction_id),
-            "accountId": str(r.account_id),
-            "recipientAzureTag": r.recipient_azure_tag,
-            "amount": money_number(r.amount),
-            "balance": money_number(r.balance),
-            "createdAt": utc_text(r.created_at),
-        }
-    )
-
-
-def _internal_body(r: InternalTransferReceipt) -> str:
-    return _json_text(
-        {
-            "transactionId": str(r.transaction_id),
-            "fromAccountId": str(r.from_account_id),
-            "toAccountId": str(r.to_account_id),
-            "amount": money_number(r.amount),
-            "balance": money_number(r.balance),
-            "createdAt": utc_text(r.created_at),
-        }
-    )
-
-
-def _rail_body(r: RailReceipt) -> str:
-    return _json_text(
-        {
-            "transactionId": str(r.transaction_id),
-            "accountId": str(r.account_id),
-            "amount": money_number(r.amount),
-            "balance": money_number(r.balance),
-            "createdAt": utc_text(r.created_at),
-        }
-    )
+TRANSFER = MoneyOperation(
+    "transfer",
+    "/api/transactions/transfer",
+    "Spend a transfer authorization: an external transfer under the daily limit",
+    TransferResponse,
+)
+INTERNAL_TRANSFER = MoneyOperation(
+    "internal_transfer",
+    "/api/transactions/internal-transfer",
+    "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
+    InternalTransferResponse,
+)
+DEPOSIT = MoneyOperation(
+    "deposit",
+    "/api/transactions/deposit",
+    "Deposit into one of the caller's accounts",
+    RailResponse,
+)
+WITHDRAWAL = MoneyOperation(
+    "withdrawal",
+    "/api/transactions/withdrawal",
+    "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
+    RailResponse,
+)
 
 
 # --- routes -----------------------------------------------------------------------------------
@@ -222,164 +252,81 @@ def _rail_body(r: RailReceipt) -> str:
     responses=_responses("mint", 201, MintResponse, replayable=False),
 )
 def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> JSONResponse:
-    settings = ctx.settings
     service = TransferMint(
         ctx.engine,
         ctx.clock,
         _limit(ctx),
-        functools.partial(verify_pin, ctx.engine, ctx.clock, settings.Pin),
-        authorization_seconds=settings.Transfers.AuthorizationSeconds,
+        functools.partial(verify_pin, ctx.engine, ctx.clock, ctx.settings.Pin),
+        authorization_seconds=ctx.settings.Transfers.AuthorizationSeconds,
     )
-    grant = service.mint(
-        user_id,
-        MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin),
-    )
-    return JSONResponse(
-        {
-            "authorizationId": str(grant.authorization_id),
-            "expiresAt": utc_text(grant.expires_at),
-            "accountId": str(grant.account_id),
-            "recipientAzureTag": grant.recipient_azure_tag,
-            "amount": money_number(grant.amount),
-        },
-        status_code=201,
-    )
+    request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
+    return JSONResponse(MintResponse.body(service.mint(user_id, request)), status_code=201)
 
 
-@router.post(
-    "/api/transactions/transfer",
-    name="transfer",
-    operation_id="transfer",
-    summary="Spend a transfer authorization: an external transfer under the daily limit",
-    status_code=201,
-    response_model=None,
-    responses=_responses("transfer", 201, TransferResponse, replayable=True),
-    openapi_extra=idempotency_key_parameter(),
-)
+@TRANSFER.route()
 def transfer(
     request: Request, body: TransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
-    amount = cents(body.amount)
-    order = TransferOrder(body.accountId, body.recipientAzureTag, amount, body.authorizationId)
-    service = TransferService(
-        ctx.engine,
-        ctx.clock,
-        _limit(ctx),
-        DailyLimitLock(_lock_timeout(ctx)),
-        chain,
+    order = TransferOrder(
+        body.accountId, body.recipientAzureTag, cents(body.amount), body.authorizationId
     )
-    canonical = {
-        "accountId": str(order.account_id),
-        "recipientAzureTag": order.recipient_azure_tag,
-        "amount": str(amount),
-        "authorizationId": str(order.authorization_id) if order.authorization_id else None,
-    }
-    return _idempotent(
-        ctx,
-        request,
-        user_id,
-        "transfer",
-        canonical,
-        lambda store: service.transfer(
-            user_id, order, on_success=lambda s, r: store(s, _transfer_body(r))
-        ),
+    lock = DailyLimitLock(_lock_timeout(ctx))
+    service = TransferService(ctx.engine, ctx.clock, _limit(ctx), lock, chain)
+    return TRANSFER.once(
+        ctx, request, user_id, body, lambda hook: service.transfer(user_id, order, on_success=hook)
     )
 
 
-def _rails(ctx: AppContext, chain: AuditChain) -> AccountRails:
-    return AccountRails(ctx.engine, ctx.clock, chain, busy_timeout_seconds=_lock_timeout(ctx))
-
-
-@router.post(
-    "/api/transactions/internal-transfer",
-    name="internal_transfer",
-    operation_id="internal_transfer",
-    summary="Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
-    status_code=201,
-    response_model=None,
-    responses=_responses("internal_transfer", 201, InternalTransferResponse, replayable=True),
-    openapi_extra=idempotency_key_parameter(),
-)
+@INTERNAL_TRANSFER.route()
 def internal_transfer(
     request: Request, body: InternalTransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
-    amount = cents(body.amount)
+    source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
     rails = _rails(ctx, chain)
-    canonical = {
-        "fromAccountId": str(body.fromAccountId),
-        "toAccountId": str(body.toAccountId),
-        "amount": str(amount),
-    }
-    return _idempotent(
+    return INTERNAL_TRANSFER.once(
         ctx,
         request,
         user_id,
-        "internal_transfer",
-        canonical,
-        lambda store: rails.internal_transfer(
-            user_id,
-            body.fromAccountId,
-            body.toAccountId,
-            amount,
-            on_success=lambda s, r: store(s, _internal_body(r)),
-        ),
+        body,
+        lambda hook: rails.internal_transfer(user_id, source, target, amount, on_success=hook),
     )
 
 
-@router.post(
-    "/api/transactions/deposit",
-    name="deposit",
-    operation_id="deposit",
-    summary="Deposit into one of the caller's accounts",
-    status_code=201,
-    response_model=None,
-    responses=_responses("deposit", 201, RailResponse, replayable=True),
-    openapi_extra=idempotency_key_parameter(),
-)
+RailMove = Callable[..., object]  # AccountRails.deposit / .withdrawal, unbound
+
+
+def _one_account(
+    operation: MoneyOperation,
+    move: RailMove,
+    request: Request,
+    body: AccountAmountBody,
+    user_id: str,
+    ctx: AppContext,
+    chain: AuditChain,
+) -> Response:
+    amount = cents(body.amount)
+    rails = _rails(ctx, chain)
+    return operation.once(
+        ctx,
+        request,
+        user_id,
+        body,
+        lambda hook: move(rails, user_id, body.accountId, amount, on_success=hook),
+    )
+
+
+@DEPOSIT.route()
 def deposit(
     request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
-    amount = cents(body.amount)
-    rails = _rails(ctx, chain)
-    canonical = {"accountId": str(body.accountId), "amount": str(amount)}
-    return _idempotent(
-        ctx,
-        request,
-        user_id,
-        "deposit",
-        canonical,
-        lambda store: rails.deposit(
-            user_id, body.accountId, amount, on_success=lambda s, r: store(s, _rail_body(r))
-        ),
-    )
+    return _one_account(DEPOSIT, AccountRails.deposit, request, body, user_id, ctx, chain)
 
 
-@router.post(
-    "/api/transactions/withdrawal",
-    name="withdrawal",
-    operation_id="withdrawal",
-    summary="Withdraw from one of the caller's accounts (not counted, ADR-0056)",
-    status_code=201,
-    response_model=None,
-    responses=_responses("withdrawal", 201, RailResponse, replayable=True),
-    openapi_extra=idempotency_key_parameter(),
-)
+@WITHDRAWAL.route()
 def withdrawal(
     request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
 ) -> Response:
-    amount = cents(body.amount)
-    rails = _rails(ctx, chain)
-    canonical = {"accountId": str(body.accountId), "amount": str(amount)}
-    return _idempotent(
-        ctx,
-        request,
-        user_id,
-        "withdrawal",
-        canonical,
-        lambda store: rails.withdrawal(
-            user_id, body.accountId, amount, on_success=lambda s, r: store(s, _rail_body(r))
-        ),
-    )
+    return _one_account(WITHDRAWAL, AccountRails.withdrawal, request, body, user_id, ctx, chain)
 
 
 @router.get(
@@ -392,12 +339,5 @@ def withdrawal(
 )
 def allowance(user_id: CurrentUser, ctx: Context) -> JSONResponse:
     with unit_of_work(ctx.engine) as session:
-        a = _limit(ctx).allowance(session, user_id)
-    return JSONResponse(
-        {
-            "limit": money_number(a.limit),
-            "used": money_number(a.used),
-            "remaining": money_number(a.remaining),
-            "resetsAt": utc_text(a.resets_at),
-        }
-    )
+        today = _limit(ctx).allowance(session, user_id)
+    return JSONResponse(AllowanceResponse.body(today))
