@@ -44,7 +44,11 @@ def dispose_engines() -> None:
 
 def build_engine(url: str | URL) -> Engine:
     """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
-    lock does not hold under it)."""
+    lock does not hold under it).
+
+    Every engine hides bound parameters from its log and from its errors' text: a parameter can
+    be an address, a password or PIN hash or a stored response body, and a driver error's text
+    reaches tracebacks and log lines (ADR-0017: no address in any log line)."""
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -53,6 +57,7 @@ def build_engine(url: str | URL) -> Engine:
         return create_engine(
             parsed,
             isolation_level="READ COMMITTED",
+            hide_parameters=True,  # see build_engine
             pool_pre_ping=True,
             pool_size=10,
             max_overflow=20,
@@ -67,6 +72,7 @@ def _sqlite_engine(url: URL) -> Engine:
     # pooled connection left mid-transaction in another thread would hold it.
     engine = create_engine(
         url,
+        hide_parameters=True,  # see build_engine
         poolclass=NullPool,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
     )
@@ -93,7 +99,12 @@ def _mssql_engine(url: URL) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
     url = url.set(query=query)
-    engine = create_engine(url, isolation_level="READ COMMITTED", pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        hide_parameters=True,  # see build_engine
+        pool_pre_ping=True,
+    )
     if not url.password:
         _use_entra_token(engine)
     return engine
