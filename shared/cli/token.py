@@ -21,7 +21,9 @@ def _minutes(text: str) -> int:
 def register(sub: Any) -> None:
     tok = sub.add_parser("token", help="print a bearer token for a user (Auth__SigningKey only)")
     tok.add_argument("--user", required=True, help="the AspNetUsers.Id")
-    tok.add_argument("--minutes", type=_minutes, default=60)
+    tok.add_argument(
+        "--minutes", type=_minutes, default=60, help="lifetime, 1 to 1440 minutes (default 60)"
+    )
     tok.set_defaults(run=_token)
 
 
