@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
         "serve",
         help="serve the HTTP API with uvicorn (and deliver notices when Notices__Runner=Api)",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)"
+    )
     serve.add_argument("--port", type=_port, default=7071, help="1 to 65535 (default 7071)")
     serve.set_defaults(run=_serve)
 
