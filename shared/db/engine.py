@@ -12,7 +12,10 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
+
+from shared.settings import SettingsError, fix_for
 
 # SQL_COPT_SS_ACCESS_TOKEN: the ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
@@ -50,6 +53,20 @@ def build_engine(url: str | URL) -> Engine:
     be an address, a password or PIN hash or a stored response body, and a driver error's text
     reaches tracebacks and log lines (ADR-0017: no address in any log line)."""
     parsed = make_url(url)
+    try:
+        return _engine_for(parsed)
+    except (ImportError, NoSuchModuleError) as exc:
+        # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
+        raise SettingsError(
+            [
+                f"Database__Url: the {parsed.drivername} driver cannot be loaded "
+                f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
+                "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
+            ]
+        ) from None
+
+
+def _engine_for(parsed: URL) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(parsed)
