@@ -6,6 +6,7 @@ is piped."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,18 @@ def test_an_unmigrated_database_exits_1_and_points_at_db_upgrade(
     assert done.returncode == exits.FAILURE
     _says_what_to_fix(done)
     assert "azurebank db upgrade" in done.stderr
+
+
+def test_users_add_prints_exactly_the_user_id_and_the_account_ids(sqlite_url: str) -> None:
+    """DESIGN §8: `{"userId": …, "accountIds": […]}` and nothing else, for another program."""
+    done = _run(sqlite_url, *ADD, "--accounts", "2", "--balance", "10.10")
+    assert done.returncode == exits.OK, done.stderr
+    printed = json.loads(done.stdout)
+    assert list(printed) == ["userId", "accountIds"]
+    assert str(uuid.UUID(printed["userId"])) == printed["userId"]
+    assert [str(uuid.UUID(a)) for a in printed["accountIds"]] == printed["accountIds"]
+    assert len(printed["accountIds"]) == 2
+    assert done.stdout == json.dumps(printed) + "\n"
 
 
 def test_a_database_driver_this_install_lacks_is_refused_settings_exit_78() -> None:
