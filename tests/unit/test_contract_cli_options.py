@@ -63,6 +63,18 @@ def test_a_bad_option_to_users_add_exits_64_naming_it(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("user", ["", "   ", "u" * 451])
+def test_token_refuses_a_user_no_aspnetusers_id_can_be_with_64(
+    user: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A token whose `sub` is blank or longer than AspNetUsers.Id (450) verifies for nobody."""
+    monkeypatch.setenv("Auth__SigningKey", "k" * 40)
+    with pytest.raises(SystemExit) as exited:
+        main(["token", "--user", user])
+    assert exited.value.code == exits.USAGE
+    assert "argument --user:" in capsys.readouterr().err
+
+
 def test_users_add_help_says_what_it_prints_and_each_options_range(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
