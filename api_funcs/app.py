@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from api_funcs.body_limit import BodyLimit
 from api_funcs.context import AppContext
 from api_funcs.problems import install_problem_handlers
 from api_funcs.routes import accounts, health, pin, transactions
@@ -22,6 +23,7 @@ def create_app(context: AppContext) -> FastAPI:
         redoc_url=None,
     )
     app.state.ctx = context
+    app.add_middleware(BodyLimit)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(accounts.router)

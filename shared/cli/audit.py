@@ -13,6 +13,7 @@ from shared.audit.chain import AuditChain
 from shared.audit.verify import ChainReport, walk_chain
 from shared.cli import exits
 from shared.cli.runtime import database_url, print_report
+from shared.cli.terminal import shows_progress
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
@@ -41,7 +42,7 @@ def _progress(rows: int) -> None:
 def _verify(args: argparse.Namespace) -> int:
     settings = load_settings()
     chain = AuditChain.from_settings(settings)  # SettingsError → exit 78, naming the key
-    interactive = sys.stderr.isatty() and not args.json
+    interactive = shows_progress() and not args.json
     try:
         with unit_of_work(get_engine(database_url(settings))) as session:
             report = walk_chain(session, chain, progress=_progress if interactive else None)

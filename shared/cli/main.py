@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from shared.cli import audit, db, exits, notices, notify, serve, token, users
 from shared.settings import SettingsError
 
@@ -36,6 +38,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(exc, file=sys.stderr)
         return exits.CONFIG
+    except SQLAlchemyError as exc:
+        # The type only: a driver's message can carry the host, the SQL or (without the engine's
+        # hide_parameters) an address. No command answers with a traceback (docs/cli.md).
+        print(
+            f"azurebank {args.command}: the database failed ({type(exc).__name__}). Fix: check "
+            "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
     return code
 
 

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from shared.cli import exits
 from shared.cli.runtime import database_url, holder_json, print_report
+from shared.cli.terminal import shows_progress
 from shared.clock import Clock, SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
@@ -167,7 +168,7 @@ def _notify(args: argparse.Namespace) -> int:
             f"notify: as {sweep.runner}, lease {VERB_LEASE_SECONDS}s, batch "
             f"{settings.Notices.BatchSize}, into {sweep.transport.describe()}"
         )
-    report = drain(sweep, engine, clock, progress=not args.json and sys.stderr.isatty())
+    report = drain(sweep, engine, clock, progress=not args.json and shows_progress())
     print_report(report, as_json=args.json, document=_as_json, lines=_lines)
     return report.exit_code
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -28,8 +29,10 @@ def register(sub: Any) -> None:
         "serve",
         help="serve the HTTP API with uvicorn (and deliver notices when Notices__Runner=Api)",
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_port, default=7071)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)"
+    )
+    serve.add_argument("--port", type=_port, default=7071, help="1 to 65535 (default 7071)")
     serve.set_defaults(run=_serve)
 
 
@@ -43,6 +46,8 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
     # ADR-0048 D6: refused before anything is served; main() turns this into exit 78.
     require_host(settings, "api")
     context = AppContext(settings, database_url=database_url(settings))
+    # Built, not connected: a driver this install lacks is exit 78 now, not a 500 per request.
+    context.engine  # noqa: B018
     if clock is not None:
         context.clock = clock
     app = create_app(context)
@@ -76,5 +81,16 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     app = build_served_app(load_settings())
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    except SystemExit as exc:
+        # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
+        if exc.code in (None, 0):
+            return exits.OK
+        print(
+            f"azurebank serve: could not serve on {args.host}:{args.port} (see the line above). "
+            "Fix: free the port, or pass --host/--port.",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
     return exits.OK

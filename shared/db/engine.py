@@ -12,7 +12,10 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
+
+from shared.settings import SettingsError, fix_for
 
 # SQL_COPT_SS_ACCESS_TOKEN: the ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
@@ -44,8 +47,26 @@ def dispose_engines() -> None:
 
 def build_engine(url: str | URL) -> Engine:
     """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
-    lock does not hold under it)."""
+    lock does not hold under it).
+
+    Every engine hides bound parameters from its log and from its errors' text: a parameter can
+    be an address, a password or PIN hash or a stored response body, and a driver error's text
+    reaches tracebacks and log lines (ADR-0017: no address in any log line)."""
     parsed = make_url(url)
+    try:
+        return _engine_for(parsed)
+    except (ImportError, NoSuchModuleError) as exc:
+        # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
+        raise SettingsError(
+            [
+                f"Database__Url: the {parsed.drivername} driver cannot be loaded "
+                f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
+                "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
+            ]
+        ) from None
+
+
+def _engine_for(parsed: URL) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(parsed)
@@ -53,6 +74,7 @@ def build_engine(url: str | URL) -> Engine:
         return create_engine(
             parsed,
             isolation_level="READ COMMITTED",
+            hide_parameters=True,  # see build_engine
             pool_pre_ping=True,
             pool_size=10,
             max_overflow=20,
@@ -67,6 +89,7 @@ def _sqlite_engine(url: URL) -> Engine:
     # pooled connection left mid-transaction in another thread would hold it.
     engine = create_engine(
         url,
+        hide_parameters=True,  # see build_engine
         poolclass=NullPool,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
     )
@@ -93,7 +116,12 @@ def _mssql_engine(url: URL) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
     url = url.set(query=query)
-    engine = create_engine(url, isolation_level="READ COMMITTED", pool_pre_ping=True)
+    engine = create_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        hide_parameters=True,  # see build_engine
+        pool_pre_ping=True,
+    )
     if not url.password:
         _use_entra_token(engine)
     return engine

@@ -100,7 +100,8 @@ class TokenVerifier:
         if now >= exp + self.LEEWAY_SECONDS or now < nbf - self.LEEWAY_SECONDS:
             raise InvalidToken
         sub = claims.get("sub")
-        if not isinstance(sub, str) or not sub:
+        # No AspNetUsers.Id holds a NUL, and PostgreSQL refuses to compare one (a 500).
+        if not isinstance(sub, str) or not sub or "\x00" in sub:
             raise InvalidToken
         return sub
 

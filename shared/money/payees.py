@@ -23,6 +23,10 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     caller's own (moving money between one's own accounts is the internal transfer, which the
     limit does not count, D2; an external transfer to oneself would spend the day on nothing) or
     when the payee has no open account to receive it (every account closed)."""
+    if "\x00" in azure_tag:
+        # No stored tag holds a NUL (PostgreSQL text cannot), and PostgreSQL refuses to compare
+        # one: answer as every dialect would, not with the driver's DataError (a 500).
+        raise PayeeNotFound()
     user_id = session.scalar(select(AspNetUser.Id).where(AspNetUser.AzureTag == azure_tag))
     if user_id is None:
         raise PayeeNotFound()

@@ -1,0 +1,58 @@
+"""A bound on request bodies (DESIGN §5: no input produces a 500, and a malformed body is 400
+VALIDATION_FAILED naming it). Every operation of this API takes a few hundred bytes; without a
+bound a caller could make the host read, decode and validate megabytes per request."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api_funcs.problems import problem_response
+
+# Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
+MAX_BODY_BYTES = 65_536
+
+
+class BodyLimit:
+    """ASGI middleware: refuse a body over `max_bytes` before any route reads it, whether the
+    size is declared (Content-Length) or only counted as it arrives (chunked)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", ())).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        # Read the body up front (it is small by the bound), then hand it on unchanged.
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem_response(
+            400,
+            "VALIDATION_FAILED",
+            "The request body is not valid.",
+            errors=[{"field": "body", "message": f"at most {self.max_bytes} bytes"}],
+        )
+        await response(scope, receive, send)
