@@ -62,7 +62,9 @@ def enrol_pin(
     if row is None:
         raise Unauthenticated
     password_hash, pin_hash = row
-    if not verify_secret(password_hash, password):
+    # Never hashed: PBKDF2-HMAC pads a short key with zero bytes, so "secret\0" derives the same
+    # key as "secret" (the .NET PasswordHasher too); no password we accept holds a NUL.
+    if "\x00" in password or not verify_secret(password_hash, password):
         raise InvalidPassword
     if pin_hash is not None:
         raise PinAlreadyEnrolled

@@ -6,7 +6,10 @@ Rungs, in order (DESIGN §5):
                     either: it reveals only the caller's own state (ADR-0049 D4).
   429 PIN_LOCKED    `PinLockoutEnd` is in the future; `Retry-After` is the whole seconds until it.
                     No verification is attempted while locked.
-  401 INVALID_PIN   the PIN did not verify; the attempt stays counted.
+  401 INVALID_PIN   the PIN did not verify; the attempt stays counted. A candidate that is not
+                    4 to 6 ASCII digits can never be the PIN and is refused as wrong WITHOUT
+                    being hashed: PBKDF2-HMAC pads a short key with zero bytes, so "4821\\0"
+                    derives the same key as "4821" and the hash alone would accept it.
 
 Counting (PSD2 RTS Art. 4, `Pin__MaxFailedAttempts`): an attempt is RESERVED before the hash is
 checked, by one conditional UPDATE that adds one to `PinAccessFailedCount` only while it is below
@@ -105,7 +108,9 @@ def verify_pin(
         session.commit()
     if isinstance(outcome, DomainError):
         raise outcome
-    if not verifier(outcome, pin):
+    # After the reservation, so a malformed guess spends an attempt like any wrong one; never
+    # hashed, because HMAC's zero-padding makes "4821\0" verify as "4821".
+    if not is_valid_pin(pin) or not verifier(outcome, pin):
         raise InvalidPin
     with unit_of_work(engine) as session:
         session.execute(
