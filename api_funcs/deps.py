@@ -6,7 +6,8 @@ import logging
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -48,15 +49,26 @@ def get_session(ctx: Context) -> Iterator[Session]:
         yield session
 
 
-def current_user_id(request: Request, ctx: Context) -> str:
+# DESIGN §5: every /api operation but health needs `Authorization: Bearer <JWT>`. Declared as a
+# security scheme so the OpenAPI document says so on each operation that depends on the caller.
+# auto_error=False: the refusal stays ours (401 UNAUTHENTICATED problem+json, WWW-Authenticate),
+# not FastAPI's. It reads the header as we did: scheme case-insensitive, the token stripped.
+BEARER = HTTPBearer(
+    scheme_name="bearer",
+    bearerFormat="JWT",
+    description="A JWT whose `sub` is the caller's AspNetUsers.Id.",
+    auto_error=False,
+)
+BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
+
+
+def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
     """The caller, from a verified bearer token only; 401 UNAUTHENTICATED otherwise, with
     nothing about why beyond what the caller may know. Sync: JWKS fetches block."""
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    if credentials is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     try:
-        user_id = ctx.token_verifier.verify(token.strip())
+        user_id = ctx.token_verifier.verify(credentials.credentials)
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
     with unit_of_work(ctx.engine) as session:

@@ -11,21 +11,25 @@ from datetime import timedelta
 from typing import Any
 
 import hypothesis
+import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from schemathesis.config import SchemathesisConfig
+from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.modes import GenerationMode
+from schemathesis.openapi.checks import IgnoredAuth
 from sqlalchemy import select, update
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
+from api_funcs.deps import current_user_id
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import hash_secret
 from tests.money_support import PIN, WRONG_PIN
-from tests.support import FAST_HASH, bearer, host_settings, make_user
+from tests.support import FAST_HASH, api_client, bearer, host_settings, make_user
 
 # DESIGN §5's table (and ADR-0050's rung table): operation → {status: codes it must declare}.
 DECLARED: dict[str, dict[int, set[str]]] = {
@@ -182,6 +186,51 @@ def test_every_pin_in_the_document_is_four_to_six_ascii_digits() -> None:
         assert (pin["minLength"], pin["maxLength"]) == (4, 6), where
     password = schemas["PinEnrolment"]["properties"]["password"]
     assert (password["minLength"], password["maxLength"]) == (1, 1024)
+
+
+def test_every_operation_but_health_declares_the_bearer_scheme_it_requires() -> None:
+    """DESIGN §5: every /api operation needs `Authorization: Bearer <JWT>`; health is anonymous.
+    The document says so (components.securitySchemes and per-operation `security`), so clients
+    and schemathesis know what to send."""
+    doc = _document()
+    schemes = doc["components"]["securitySchemes"]
+    assert len(schemes) == 1
+    [(name, scheme)] = schemes.items()
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
+    assert scheme["bearerFormat"] == "JWT"
+    operations = _operations(doc)
+    assert set(operations) == EVERY_OPERATION
+    for operation_id, op in operations.items():
+        if operation_id == "health":
+            assert "security" not in op
+        else:
+            assert op["security"] == [{name: []}], operation_id
+            assert "UNAUTHENTICATED" in op["responses"]["401"]["x-error-codes"], operation_id
+
+
+def test_a_missing_or_malformed_bearer_is_still_our_401_problem_with_www_authenticate(
+    sqlite_url: str,
+) -> None:
+    clock = FakeClock()
+    user = make_user(sqlite_url, clock)
+    token = bearer(host_settings(sqlite_url), clock, user.user_id)["Authorization"].split()[1]
+    with api_client(sqlite_url, clock) as client:
+        for headers in (
+            {},
+            {"Authorization": ""},
+            {"Authorization": "Bearer"},
+            {"Authorization": "Bearer   "},
+            {"Authorization": f"Basic {token}"},
+            {"Authorization": "Bearer not-a-jwt"},
+        ):
+            response = client.get("/api/accounts", headers=headers)
+            assert response.status_code == 401, headers
+            assert response.headers["content-type"] == "application/problem+json"
+            assert response.headers["www-authenticate"] == "Bearer"
+            assert response.json()["errorCode"] == "UNAUTHENTICATED"
+        # Scheme case and surrounding spaces are as before: still accepted.
+        for header in (f"Bearer {token}", f"bearer {token}", f"Bearer   {token}  "):
+            assert client.get("/api/accounts", headers={"Authorization": header}).status_code == 200
 
 
 # --- schemathesis: every operation of DESIGN §5 --------------------------------------------------
@@ -407,3 +456,22 @@ def test_every_operation_conforms_to_its_document_and_never_answers_5xx(db_url: 
     for name, statuses in MUST_REACH.items():
         assert statuses <= seen.get(name, set()), (name, seen.get(name))
     assert seen.get("replayed") == {201}, seen
+
+
+def test_schemathesis_ignored_auth_is_live_an_operation_that_skips_its_bearer_fails_it(
+    sqlite_url: str,
+) -> None:
+    """With the bearer declared, schemathesis's `ignored_auth` check probes each 2xx without the
+    token and with a wrong one (the run above passes it). The control: the same run over an app
+    whose `accounts` answers without checking the token fails that check."""
+    bank = Bank(sqlite_url, FakeClock())
+    bank.app.dependency_overrides[current_user_id] = lambda: bank.customer.user_id
+    schema = schemathesis.openapi.from_asgi("/api/openapi.json", bank.app)
+    [accounts] = [
+        op
+        for op in (result.ok() for result in schema.get_all_operations())
+        if op.definition.raw["operationId"] == "accounts"
+    ]
+    with pytest.raises(FailureGroup) as caught:
+        _fuzz(bank, accounts, GenerationMode.POSITIVE, {})
+    assert [type(e) for e in caught.value.exceptions] == [IgnoredAuth]
