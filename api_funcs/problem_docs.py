@@ -54,7 +54,11 @@ CODE_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
     "IDEMPOTENCY_IN_PROGRESS": _RETRY_AFTER,
     "LOCK_TIMEOUT": _RETRY_AFTER,
     "CONCURRENCY_CONFLICT": _RETRY_AFTER,
+    "DATABASE_UNAVAILABLE": _RETRY_AFTER,
 }
+# api_funcs.problems.DatabaseUnavailable: any operation that reads or writes the database can
+# meet an outage (every /api operation but health: the bearer check itself reads AspNetUsers).
+DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
 
 _DESCRIPTIONS = {
     400: "The request is malformed.",
@@ -89,10 +93,16 @@ def _code_schema(status: int, code: str) -> dict[str, Any]:
     return schema
 
 
-def error_code_responses(codes: Mapping[int, Sequence[str]]) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for these statuses and codes (each status's codes in rung order)."""
+def error_code_responses(
+    codes: Mapping[int, Sequence[str]], *, touches_database: bool = True
+) -> dict[int | str, dict[str, Any]]:
+    """FastAPI `responses=` for these statuses and codes (each status's codes in rung order),
+    plus 503 DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
     out: dict[int | str, dict[str, Any]] = {}
-    for status, names in sorted(codes.items()):
+    table = {status: list(names) for status, names in codes.items()}
+    if touches_database:
+        table.setdefault(503, []).append(DATABASE_UNAVAILABLE)
+    for status, names in sorted(table.items()):
         ordered = list(dict.fromkeys(names))
         entry: dict[str, Any] = {
             "description": f"{_DESCRIPTIONS.get(status, 'Refused.')} errorCode: "

@@ -2,11 +2,18 @@
 
 Bodies carry `type`, `title`, `status`, `errorCode`, `traceId` and the error's extension members.
 Nothing the caller sent is echoed back beyond a field's name: no PIN, password, token or address.
+
+No database error leaves the app: each is answered here (503 DATABASE_UNAVAILABLE when the
+database could not be reached, else 500) and logged by its type and where it was raised. An
+exception that escaped would be printed whole by the server (uvicorn's "Exception in ASGI
+application"), and a driver's text carries the SQL and, on PostgreSQL, values: a constraint's
+DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says.
 """
 
 from __future__ import annotations
 
 import logging
+import traceback
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -14,13 +21,40 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from shared.errors import DomainError
+from shared.errors import DomainError, Fault
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://azurebank.example/problems/"
 log = logging.getLogger("azurebank.api")
+
+
+class DatabaseUnavailable(Fault):
+    """The database could not be reached (refused, gone, dropped the connection): nothing was
+    decided, and trying again shortly may succeed."""
+
+    error_code = "DATABASE_UNAVAILABLE"
+    title = "The database is unavailable; nothing changed. Try again shortly."
+    retry_after = 5
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """A connection-level failure, not a statement's: an OperationalError or InterfaceError
+    raised while connecting (SQLAlchemy wraps those with no statement), or any driver error on
+    a connection SQLAlchemy judged dead (`connection_invalidated`: the server went away)."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError | InterfaceError) and exc.statement is None
+
+
+def _where(exc: BaseException) -> str:
+    """The frames an exception passed through, without its text (file, line, function)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return " < ".join(f"{f.filename}:{f.lineno} {f.name}" for f in reversed(frames[-6:]))
 
 
 def problem_type(error_code: str) -> str:
@@ -112,10 +146,31 @@ def install_problem_handlers(app: FastAPI) -> None:
             headers=getattr(exc, "headers", None),
         )
 
+    @app.exception_handler(SQLAlchemyError)
+    async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
+        # Answered here, so the exception never reaches the server's own error log (above).
+        trace = trace_id_of(request)
+        if is_database_unavailable(exc):
+            log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
+            unavailable = DatabaseUnavailable()
+            return problem_response(
+                unavailable.status,
+                unavailable.error_code,
+                unavailable.title,
+                trace_id=trace,
+                headers=unavailable.headers,
+            )
+        log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace, _where(exc))
+        return _internal_error(trace)
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         # The type only: a driver's message can echo SQL parameters.
         log.error("Unhandled %s (trace %s)", type(exc).__name__, trace_id_of(request))
-        return problem_response(
-            500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id_of(request)
-        )
+        return _internal_error(trace_id_of(request))
+
+
+def _internal_error(trace_id: str) -> JSONResponse:
+    return problem_response(
+        500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id
+    )

@@ -15,8 +15,9 @@ router = APIRouter()
     operation_id="health",
     tags=["health"],
     summary="Liveness",
-    # DESIGN §5: health refuses nothing; it declares its 200 and no problem response.
-    responses=error_code_responses({}),
+    # DESIGN §5: health refuses nothing and touches no database; it declares its 200 and no
+    # problem response.
+    responses=error_code_responses({}, touches_database=False),
 )
 async def health() -> dict[str, str]:
     return {"status": "ok"}

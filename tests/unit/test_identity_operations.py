@@ -85,7 +85,12 @@ def openapi() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "method", "success", "refusals"),
     [
-        ("/api/accounts", "get", "200", {"401": ["UNAUTHENTICATED"]}),
+        (
+            "/api/accounts",
+            "get",
+            "200",
+            {"401": ["UNAUTHENTICATED"], "503": ["DATABASE_UNAVAILABLE"]},
+        ),
         (
             "/api/pin",
             "post",
@@ -94,7 +99,7 @@ def openapi() -> dict[str, Any]:
                 "401": ["UNAUTHENTICATED", "INVALID_PASSWORD"],
                 "409": ["PIN_ALREADY_ENROLLED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE", "DATABASE_UNAVAILABLE"],
             },
         ),
         (
@@ -106,7 +111,7 @@ def openapi() -> dict[str, Any]:
                 "422": ["PIN_REQUIRED"],
                 "429": ["PIN_LOCKED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE", "DATABASE_UNAVAILABLE"],
             },
         ),
     ],
