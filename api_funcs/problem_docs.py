@@ -130,7 +130,8 @@ def idempotency_key_parameter() -> dict[str, Any]:
                 "in": "header",
                 "required": True,
                 "description": "Unique per intended operation (ADR-0009); a retry with the same "
-                "key and body replays the first success with Idempotency-Replayed: true.",
+                "key and body replays the first success with Idempotency-Replayed: true. Sent "
+                "once: two of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
                 "schema": {"type": "string", "minLength": 1, "maxLength": 255},
             }
         ]

@@ -131,17 +131,26 @@ def _rails(ctx: AppContext, chain: AuditChain) -> AccountRails:
 
 
 def _idempotency_key(request: Request) -> str:
-    key = request.headers.get("idempotency-key")
+    keys = request.headers.getlist("idempotency-key")
+    if len(keys) > 1:
+        # Two keys name two requests: which one would this be remembered by?
+        raise _bad_key("must be sent once")
+    key = keys[0] if keys else None
     if key is None or not key.strip():
         raise IdempotencyKeyRequired()
     if len(key) > MAX_KEY_LENGTH:
-        raise DomainError(
-            "VALIDATION_FAILED",
-            "The request body is not valid.",
-            status=400,
-            errors=[{"field": "Idempotency-Key", "message": "at most 255 characters"}],
-        )
+        raise _bad_key(f"at most {MAX_KEY_LENGTH} characters")
     return key
+
+
+def _bad_key(message: str) -> DomainError:
+    # VALIDATION_FAILED's shape, titled for the header (the body may be fine).
+    return DomainError(
+        "VALIDATION_FAILED",
+        "The Idempotency-Key header is not valid.",
+        status=400,
+        errors=[{"field": "Idempotency-Key", "message": message}],
+    )
 
 
 def _canonical(body: BaseModel) -> dict[str, Any]:

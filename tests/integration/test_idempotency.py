@@ -201,6 +201,47 @@ def test_money_operations_require_the_header(db_url: str, path: str) -> None:
     )
 
 
+@pytest.mark.parametrize("path", [TRANSFER, INTERNAL, DEPOSIT, WITHDRAWAL])
+def test_a_bad_idempotency_key_header_is_400_naming_the_header_not_the_body(
+    db_url: str, path: str
+) -> None:
+    """A key over 255 characters, or the header sent twice (which key would the request be
+    remembered by?), is 400 VALIDATION_FAILED naming `Idempotency-Key`, titled as a header's
+    fault, not the body's; nothing moves."""
+    with open_bank(db_url) as bank:
+        alice = bank.customer(balance=100, accounts=2)
+        body = {
+            "accountId": str(alice.primary),
+            "fromAccountId": str(alice.account_ids[0]),
+            "toAccountId": str(alice.account_ids[1]),
+            "recipientAzureTag": "x",
+            "amount": 1,
+        }
+        auth = list(bank.headers(alice).items())
+        too_long = bank.client.post(
+            path, json=body, headers=[*auth, ("Idempotency-Key", "k" * 256)]
+        )
+        twice = bank.client.post(
+            path,
+            json=body,
+            headers=[*auth, ("Idempotency-Key", unique_key()), ("Idempotency-Key", unique_key())],
+        )
+        same_twice = bank.client.post(
+            path, json=body, headers=[*auth, ("Idempotency-Key", "k1"), ("Idempotency-Key", "k1")]
+        )
+    for response, message in (
+        (twice, "must be sent once"),
+        (same_twice, "must be sent once"),
+        (too_long, "at most 255 characters"),
+    ):
+        assert response.status_code == 400, response.text
+        problem = response.json()
+        assert problem["errorCode"] == "VALIDATION_FAILED"
+        assert problem["title"] == "The Idempotency-Key header is not valid."
+        assert problem["errors"] == [{"field": "Idempotency-Key", "message": message}]
+    assert _balance(db_url, alice.primary) == 100
+
+
 def test_a_duplicate_in_flight_is_409_and_a_marker_abandoned_by_a_dead_process_is_taken_over(
     db_url: str,
 ) -> None:
