@@ -4,7 +4,6 @@ maximum), parsed as Decimal."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -21,6 +20,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_snake
 
+from api_funcs import exact_json
 from api_funcs.pin_schema import Pin
 from shared.money.refusals import utc_text
 from shared.settings import MONEY_MAX
@@ -61,21 +61,11 @@ def cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT)
 
 
-def money_number(value: Decimal) -> int | float:
-    """A Decimal as a JSON number: an integer when whole, else its (at most four-decimal)
-    value; floats print the shortest text that round-trips, so 5000.01 stays 5000.01."""
-    normal = value.normalize()
-    if normal == normal.to_integral_value():
-        return int(normal)
-    return float(normal)
-
-
-# What a response carries: money as a JSON number (never a string), instants as UTC `…Z` text.
-MoneyOut = Annotated[
-    Decimal,
-    PlainSerializer(money_number, return_type=int | float),
-    WithJsonSchema({"type": "number"}),
-]
+# What a response carries: money as a JSON number (never a string), written with every digit by
+# api_funcs.exact_json (a float would drop cents past ~15 significant digits), so the model keeps
+# it a Decimal: bodies are dumped in python mode and encoded by exact_json, never by pydantic.
+MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
+# Instants as UTC `…Z` text.
 UtcInstant = Annotated[
     datetime,
     PlainSerializer(utc_text, return_type=str),
@@ -126,12 +116,13 @@ class Receipt(BaseModel):
 
     @classmethod
     def body(cls, receipt: object) -> dict[str, Any]:
-        return cls.model_validate(receipt).model_dump(mode="json")
+        """The body as exact_json encodes it: money stays a Decimal (MoneyOut)."""
+        return cls.model_validate(receipt).model_dump()
 
     @classmethod
     def render(cls, receipt: object) -> str:
         """The body's JSON text (compact; stored and replayed byte-for-byte, ADR-0009)."""
-        return json.dumps(cls.body(receipt), separators=(",", ":"))
+        return exact_json.dumps(cls.body(receipt))
 
 
 class MintResponse(Receipt):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import traceback
 import uuid
-from decimal import Decimal
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -24,6 +23,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api_funcs.exact_json import ExactJSONResponse
 from shared.errors import DomainError, Fault
 
 PROBLEM_JSON = "application/problem+json"
@@ -62,13 +62,6 @@ def problem_type(error_code: str) -> str:
     return TYPE_BASE + error_code.lower().replace("_", "-")
 
 
-def _json_number(value: Any) -> Any:
-    # DESIGN §5: figures travel as JSON numbers, never strings.
-    if isinstance(value, Decimal):
-        return float(value) if value != value.to_integral_value() else int(value)
-    return value
-
-
 def problem_response(
     status: int,
     error_code: str,
@@ -85,8 +78,9 @@ def problem_response(
         "errorCode": error_code,
         "traceId": trace_id or uuid.uuid4().hex,
     }
-    body.update({k: _json_number(v) for k, v in members.items()})
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+    # DESIGN §5: figures (a Decimal member) travel as JSON numbers, written exactly.
+    body.update(members)
+    return ExactJSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
 def trace_id_of(request: Request) -> str:

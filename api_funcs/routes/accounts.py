@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, PlainSerializer
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from api_funcs.deps import CurrentUser, get_session
+from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.money_schemas import CENT, MoneyOut
 from api_funcs.problem_docs import error_code_responses
 from shared.accounts.listing import list_accounts
 
 router = APIRouter(tags=["accounts"])
 
-# DESIGN §5: money travels as a JSON number with at most two decimals.
-JsonMoney = Annotated[
-    Decimal,
-    PlainSerializer(lambda d: float(d.quantize(Decimal("0.01"))), return_type=float),
-]
-
 
 class AccountView(BaseModel):
     id: uuid.UUID
     name: str
-    balance: JsonMoney
+    # DESIGN §5: a JSON number with at most two decimals, every digit kept (exact_json).
+    balance: MoneyOut
     currency: str
     closed: bool
 
@@ -36,12 +32,22 @@ class AccountView(BaseModel):
     name="accounts",
     operation_id="accounts",
     summary="The caller's accounts",
+    response_model=list[AccountView],
     responses=error_code_responses({401: ["UNAUTHENTICATED"]}),
 )
 def accounts(
     user_id: CurrentUser, session: Annotated[Session, Depends(get_session)]
-) -> list[AccountView]:
-    return [
-        AccountView(id=a.id, name=a.name, balance=a.balance, currency=a.currency, closed=a.closed)
-        for a in list_accounts(session, user_id)
-    ]
+) -> ExactJSONResponse:
+    # Rendered by exact_json, not by FastAPI's encoder (which writes a Decimal through a float).
+    return ExactJSONResponse(
+        [
+            AccountView(
+                id=a.id,
+                name=a.name,
+                balance=a.balance.quantize(CENT),
+                currency=a.currency,
+                closed=a.closed,
+            ).model_dump()
+            for a in list_accounts(session, user_id)
+        ]
+    )

@@ -10,12 +10,12 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from api_funcs.context import AppContext
 from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import Chain, Context, CurrentUser
+from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.money_schemas import (
     AccountAmountBody,
     AllowanceResponse,
@@ -260,7 +260,7 @@ WITHDRAWAL = MoneyOperation(
     response_model=None,
     responses=_responses("mint", 201, MintResponse, replayable=False),
 )
-def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> JSONResponse:
+def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> ExactJSONResponse:
     service = TransferMint(
         ctx.engine,
         ctx.clock,
@@ -269,7 +269,7 @@ def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> JSONResponse:
         authorization_seconds=ctx.settings.Transfers.AuthorizationSeconds,
     )
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
-    return JSONResponse(MintResponse.body(service.mint(user_id, request)), status_code=201)
+    return ExactJSONResponse(MintResponse.body(service.mint(user_id, request)), status_code=201)
 
 
 @TRANSFER.route()
@@ -346,7 +346,7 @@ def withdrawal(
     response_model=None,
     responses=_responses("allowance", 200, AllowanceResponse, replayable=False),
 )
-def allowance(user_id: CurrentUser, ctx: Context) -> JSONResponse:
+def allowance(user_id: CurrentUser, ctx: Context) -> ExactJSONResponse:
     with unit_of_work(ctx.engine) as session:
         today = _limit(ctx).allowance(session, user_id)
-    return JSONResponse(AllowanceResponse.body(today))
+    return ExactJSONResponse(AllowanceResponse.body(today))

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
+from api_funcs import exact_json
 from api_funcs.decimal_json import loads_decimal
-from api_funcs.money_schemas import Money, cents, money_number
+from api_funcs.money_schemas import Money, cents
 
 MONEY = TypeAdapter(Money)
 
@@ -97,9 +98,30 @@ def test_unparsable_bodies_are_json_decode_errors_never_another_exception() -> N
         (Decimal("0.0000"), "0"),
         (Decimal("749.25"), "749.25"),
         (Decimal("99999.99"), "99999.99"),
+        (Decimal("1E+2"), "100"),
+        # Past a float's ~15 significant digits: a float wrote …98 and …94.
+        (Decimal("99999999999999.99"), "99999999999999.99"),
+        (Decimal("99999999999999.9300"), "99999999999999.93"),
     ],
 )
-def test_money_renders_as_a_json_number_with_no_trailing_zeros(
+def test_money_renders_as_a_json_number_with_every_digit_and_no_trailing_zeros(
     value: Decimal, rendered: str
 ) -> None:
-    assert json.dumps(money_number(value)) == rendered
+    assert exact_json.dumps(value) == rendered
+    assert exact_json.dumps({"balance": value}) == f'{{"balance":{rendered}}}'
+
+
+@given(st.decimals(min_value=Decimal(-(10**14)) + 1, max_value=Decimal(10**14) - 1, places=4))
+def test_every_numeric_18_4_value_round_trips_through_its_json_text(value: Decimal) -> None:
+    text = exact_json.dumps({"amount": value})
+    assert json.loads(text, parse_float=Decimal, parse_int=Decimal)["amount"] == value
+
+
+def test_everything_but_a_decimal_is_written_as_json_dumps_writes_it_compactly() -> None:
+    value = {"a": [1, "é", None, True, 0.5], "b": {"c": "\u0000"}}
+    assert exact_json.dumps(value) == json.dumps(value, separators=(",", ":"))
+    assert exact_json.dumps(value, ensure_ascii=False) == json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False
+    )
+    with pytest.raises(ValueError):
+        exact_json.dumps(Decimal("NaN"))

@@ -1,0 +1,69 @@
+"""Response JSON whose numbers are exactly the Decimals the server holds (DESIGN §5: money
+travels as a JSON number; the server holds it as `Decimal`).
+
+The standard encoder writes a number only from an int or a float, and a float keeps about 15
+significant digits: a balance of 99999999999999.99 (inside Accounts.Balance's Numeric(18,4))
+went out as 99999999999999.98. Its `default` hook cannot help (what it returns is encoded again,
+so a Decimal could only become a string). So this encoder writes a Decimal as its own digits,
+in plain notation without trailing zeros (4000.0000 → 4000, 5000.0100 → 5000.01), the same
+text a float gave whenever the float was exact; everything else as `json.dumps` writes it,
+compact. Stored idempotent bodies are replayed as stored, never re-rendered (ADR-0009)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+
+def number_text(value: Decimal) -> str:
+    """A finite Decimal as a JSON number's text, every digit kept, no exponent."""
+    if not value.is_finite():
+        raise ValueError("a JSON number is finite")
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def dumps(value: Any, *, ensure_ascii: bool = True) -> str:
+    """Compact JSON text of `value` (dicts with str keys, lists, tuples, str, int, bool, None,
+    float, Decimal, UUID); a Decimal is written exactly (number_text), a UUID as its string."""
+    return "".join(_encode(value, ensure_ascii))
+
+
+def _encode(value: Any, ensure_ascii: bool) -> Iterator[str]:
+    if isinstance(value, Decimal):
+        yield number_text(value)
+    elif isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise TypeError(f"JSON object keys are strings, not {type(key).__name__}")
+            yield ("," if i else "") + json.dumps(key, ensure_ascii=ensure_ascii) + ":"
+            yield from _encode(item, ensure_ascii)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ","
+            yield from _encode(item, ensure_ascii)
+        yield "]"
+    elif isinstance(value, uuid.UUID):
+        yield f'"{value}"'
+    else:
+        # str, int, bool, None, float; anything else is a TypeError, as from json.dumps.
+        yield json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False)
+
+
+class ExactJSONResponse(JSONResponse):
+    """A JSONResponse (same bytes as Starlette's for everything but a Decimal) that writes each
+    Decimal exactly."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content, ensure_ascii=False).encode("utf-8")
