@@ -18,8 +18,7 @@ from shared.notices.address import address_problem
 from shared.settings import load_settings
 
 # A quick-start figure, far inside Numeric(18,4) (14 integer digits): a balance near the column's
-# capacity would make a later deposit overflow it, and a float JSON number loses cents past 15
-# significant digits.
+# capacity would make a later deposit overflow it.
 MAX_BALANCE = Decimal("1000000000")
 # AspNetUsers.Email (256) and the notice's To (RFC 5321: 254); AzureTag as the API's payee field.
 MAX_TAG = 64
