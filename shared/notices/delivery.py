@@ -82,16 +82,19 @@ class NoticeDeliveryRun:
         self._transport = transport
         self._claim = claim
         self._contact = contact
-
-    def read_held(self, session: Session) -> list[tuple[HeldNotice, NoticeParticulars]]:
-        """ADR-0048 D2's re-read by name, each row with what its address and evidence steps
-        need, in one statement: one query per sweep instead of a read transaction per row."""
+        # ADR-0048 D2's re-read by name, each row with what its address and evidence steps need.
+        # Built once: the runner's name is fixed, and building it cost more than running it.
         users = _USERS.alias("notice_user")
-        rows = session.execute(
-            self._claim.held_query()
+        self._read_held = (
+            claim.held_query()
             .add_columns(users.c.Email, evidence_stands(_NOTICES))
             .outerjoin_from(_NOTICES, users, users.c.Id == _NOTICES.c.UserId)
         )
+
+    def read_held(self, session: Session) -> list[tuple[HeldNotice, NoticeParticulars]]:
+        """What this runner holds, by name, oldest first, each row with its particulars, in one
+        statement: one query per sweep instead of a read transaction per row."""
+        rows = session.execute(self._read_held)
         return [
             (HeldNotice(*row[:_HELD_FIELDS]), NoticeParticulars(row[-2], bool(row[-1])))
             for row in rows
