@@ -16,9 +16,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, and_, select, update
+from sqlalchemy import ColumnElement, Select, Table, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import SubscriberNotice
@@ -97,11 +97,12 @@ class NoticeClaim:
         )
         return list(session.scalars(statement))
 
-    def held(self, session: Session) -> list[HeldNotice]:
-        """The owed rows this runner holds, oldest first."""
+    def held_query(self) -> Select[Any]:
+        """The re-read by name, oldest first: `HeldNotice`'s fields, in order, as the first
+        columns (a caller may add columns and joins after them, as NoticeDeliveryRun does)."""
         # ADR-0048 D2: re-read by name, never by the instant it wrote: a store that rounded the
         # timestamp would otherwise let a runner claim N rows and read back none.
-        rows = session.execute(
+        return (
             select(
                 _NOTICES.c.Id,
                 _NOTICES.c.UserId,
@@ -113,7 +114,10 @@ class NoticeClaim:
             .where(self._held_by_this_runner())
             .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
         )
-        return [HeldNotice(*row) for row in rows]
+
+    def held(self, session: Session) -> list[HeldNotice]:
+        """The owed rows this runner holds, oldest first."""
+        return [HeldNotice(*row) for row in session.execute(self.held_query())]
 
     def release(self, session: Session) -> int:
         """Give up every owed row this runner holds (a runner that is about to exit), so the next

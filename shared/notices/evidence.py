@@ -5,6 +5,10 @@ AND its `(ActorUserId, Event)` is this notice's (D3). When it names none, the ol
 existence question is asked (D6): has this user any row of this kind at all. The finding's line
 says which question was asked. A finding is a Warning and changes nothing else: no outcome
 status, no sweep count, no exit code (ADR-0052 consequences).
+
+The question is a column (`evidence_stands`) of the sweep's one re-read of what it holds, so every
+held notice is answered, each by its own predicates, in one statement; `evidence_finding` turns
+one notice's answer into its finding.
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, FromClause, Table, case, exists
 
 from shared.db.schema import AuditEvent
+
+_AUDIT = cast(Table, AuditEvent.__table__)
+_Kind = TypeVar("_Kind", str, ColumnElement[Any])
 
 
 class EvidenceQuestion(enum.StrEnum):
@@ -49,41 +56,47 @@ class EvidenceFinding:
         )
 
 
-def audit_event_of(kind: str) -> str:
+def audit_event_of(kind: _Kind) -> _Kind:
     """The AuditEvents.Event a notice of `kind` belongs to: the same name (PinEnrolled,
-    PinChanged), as the enrolment and the change write them."""
+    PinChanged), as the enrolment and the change write them. Given a `Kind` column, the same as
+    SQL, so the set-based question below asks exactly this."""
     return kind
 
 
-def check_evidence(
-    session: Session,
-    *,
-    notice_id: uuid.UUID,
-    user_id: str,
-    kind: str,
-    audit_event_id: uuid.UUID | None,
+def evidence_stands(notices: FromClause) -> ColumnElement[int]:
+    """The question for each row of `notices` (SubscriberNotices or an alias), as one column of a
+    set-based read: 1 when the evidence stands, 0 when it does not.
+
+    It is still asked per notice and exactly as D3 and D6 word it; only the round trips are
+    shared (one statement per sweep rather than a transaction per row, bench/README.md, Relay).
+    The comparison stays in SQL, as it was when the notice's values were bound parameters, so a
+    collation treats the pair the same way it did."""
+    named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
+    event = audit_event_of(notices.c.Kind)
+    # D3: Id alone would accept any surviving row; the pair makes it this notice's row. Two
+    # predicates on a primary-key lookup.
+    exact = exists().where(
+        named.c.Id == notices.c.AuditEventId,
+        named.c.ActorUserId == notices.c.UserId,
+        named.c.Event == event,
+    )
+    # D6: a null is how the run knows a notice written before the column existed.
+    weaker = exists().where(
+        any_of_kind.c.ActorUserId == notices.c.UserId, any_of_kind.c.Event == event
+    )
+    # CASE around EXISTS: SQL Server has no boolean in a select list.
+    return case(
+        (notices.c.AuditEventId.is_not(None), case((exact, 1), else_=0)),
+        else_=case((weaker, 1), else_=0),
+    )
+
+
+def evidence_finding(
+    *, notice_id: uuid.UUID, kind: str, audit_event_id: uuid.UUID | None, stands: bool
 ) -> EvidenceFinding | None:
-    """None when the evidence stands; otherwise the finding, naming the question asked."""
-    event = audit_event_of(kind)
-    if audit_event_id is not None:
-        # D3: Id alone would accept any surviving row; the pair makes it this notice's row.
-        # Two predicates on a primary-key lookup.
-        found = session.scalar(
-            select(AuditEvent.Id).where(
-                AuditEvent.Id == audit_event_id,
-                AuditEvent.ActorUserId == user_id,
-                AuditEvent.Event == event,
-            )
-        )
-        question = EvidenceQuestion.EXACT
-    else:
-        # D6: a null is how the run knows a notice written before the column existed.
-        found = session.scalar(
-            select(AuditEvent.Id)
-            .where(AuditEvent.ActorUserId == user_id, AuditEvent.Event == event)
-            .limit(1)
-        )
-        question = EvidenceQuestion.WEAKER
-    if found is not None:
+    """None when the evidence stands; otherwise the finding, naming the question asked (the
+    exact one when the notice names its row, the weaker one when it names none)."""
+    if stands:
         return None
+    question = EvidenceQuestion.EXACT if audit_event_id is not None else EvidenceQuestion.WEAKER
     return EvidenceFinding(notice_id, kind, audit_event_id, question)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from email.headerregistry import BaseHeader
 from email.message import EmailMessage
 from email.utils import format_datetime
 
@@ -28,6 +29,19 @@ _EVENTS: dict[str, str] = {
 }
 
 
+def _parsed(name: str, value: str) -> BaseHeader:
+    header: BaseHeader = MESSAGE_POLICY.header_factory(name, value)
+    return header
+
+
+# The headers that are the same in every notice of a kind, parsed once: a policy stores a header
+# object whose name matches as it is, without parsing it again (email.policy.EmailPolicy.
+# header_store_parse), and a parsed header is immutable, so every message may share it.
+_FROM = _parsed("From", NOTICE_SENDER)
+_AUTO_SUBMITTED = _parsed("Auto-Submitted", "auto-generated")  # RFC 3834: no auto-reply loops
+_SUBJECT_HEADERS = {kind: _parsed("Subject", subject) for kind, subject in _SUBJECTS.items()}
+
+
 class UnrenderableKind(Exception):
     """The notice's Kind has no message; an outcome at Warning, never a crash (ADR-0048 D7)."""
 
@@ -47,18 +61,18 @@ def render_notice(
     now: datetime,
 ) -> bytes:
     """The message for one owed notice, CRLF line endings; `address` must already be usable."""
-    subject = _SUBJECTS.get(kind)
+    subject = _SUBJECT_HEADERS.get(kind)
     event = _EVENTS.get(kind)
     if subject is None or event is None:
         raise UnrenderableKind(kind)
     when = occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     msg = EmailMessage(policy=MESSAGE_POLICY)
-    msg["From"] = NOTICE_SENDER
+    msg["From"] = _FROM
     msg["To"] = address
     msg["Subject"] = subject
     msg["Date"] = format_datetime(now.astimezone(UTC))
     msg["Message-ID"] = message_id(notice_id)
-    msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-reply loops
+    msg["Auto-Submitted"] = _AUTO_SUBMITTED
     # NIST SP 800-63B-4 §4.6 (ADR-0048 D6): the contact is mandatory content of every notice.
     msg.set_content(
         f"{event}\n"

@@ -155,13 +155,14 @@ class NoticeSweep:
         summary.renewed = taken.renewed
         summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
-            held = self.claim.held(session)  # ADR-0048 D2: by name, never by the instant
+            # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
+            held = self._delivery.read_held(session)
             summary.other_holders = lease_holders(
                 session, now, live_only=True, excluding=self.runner
             )
         summary.held = len(held)
 
-        for position, notice in enumerate(held):
+        for position, (notice, particulars) in enumerate(held):
             if self._clock.now() >= taken.lease_until:
                 # D2: a sweep that outlives its own lease stops delivering and says so; another
                 # runner may already have taken these rows over.
@@ -178,7 +179,7 @@ class NoticeSweep:
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice)
+            outcome = self._delivery.deliver(notice, particulars)
             _count(summary, outcome)
             if on_outcome is not None:
                 on_outcome(outcome)

@@ -94,3 +94,61 @@ def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     name = make_runner_name(kind)  # type: ignore[arg-type]
     assert re.fullmatch(rf"{kind}/[^/\s]+/\d+/[0-9a-f]{{8}}", name)
     assert make_runner_name(kind) != name  # type: ignore[arg-type]
+
+
+def _render_with_the_stock_policy(kind: str, address: str, contact: str) -> bytes:
+    """The message as written before the renderer cached header classes and parsed headers: the
+    stock SMTPUTF8 policy, every header set from its text."""
+    from email.message import EmailMessage
+    from email.utils import format_datetime
+
+    subjects = {
+        NoticeKind.PIN_ENROLLED: "A PIN was set on your AzureBank account",
+        NoticeKind.PIN_CHANGED: "Your AzureBank PIN was changed",
+    }
+    events = {
+        NoticeKind.PIN_ENROLLED: "A transfer PIN was set on your AzureBank account.",
+        NoticeKind.PIN_CHANGED: "The transfer PIN of your AzureBank account was changed.",
+    }
+    msg = EmailMessage(policy=policy.SMTPUTF8)
+    msg["From"] = "AzureBank security notices <notices@azurebank.invalid>"
+    msg["To"] = address
+    msg["Subject"] = subjects[kind]
+    msg["Date"] = format_datetime(NOW)
+    msg["Message-ID"] = message_id(NOTICE_ID)
+    msg["Auto-Submitted"] = "auto-generated"
+    msg.set_content(
+        f"{events[kind]}\n\nWhen: 2026-09-07 11:58:30 UTC\nReference: {NOTICE_ID}\n\n"
+        f"If this was you, there is nothing to do.\nIf it was not, contact us at once: {contact}\n"
+    )
+    return msg.as_bytes()
+
+
+@pytest.mark.parametrize("kind", [NoticeKind.PIN_ENROLLED, NoticeKind.PIN_CHANGED])
+@pytest.mark.parametrize(
+    ("address", "contact"),
+    [
+        ("ada@example.com", CONTACT),
+        # A To line past the fold width; a non-ASCII contact makes the body 8bit; a contact
+        # longer than a line makes it quoted-printable: every branch the stock policy takes.
+        ("a" * 64 + "@" + "sub." * 40 + "example.com", CONTACT),
+        ("ada@example.com", "Sécurité AzureBank, +33 1 23 45 67 89"),
+        ("ada@example.com", "call " * 30),
+    ],
+)
+def test_the_renderer_writes_every_byte_the_stock_email_policy_writes(
+    kind: str, address: str, contact: str
+) -> None:
+    """The renderer caches header classes and the headers every notice shares (bench/README.md,
+    Relay); neither may change what it writes."""
+    assert address_problem(address) is None
+    for _ in range(2):  # a shared, already-folded header folds the same way again
+        rendered = render_notice(
+            notice_id=NOTICE_ID,
+            kind=kind,
+            occurred_at=OCCURRED,
+            address=address,
+            contact=contact,
+            now=NOW,
+        )
+        assert rendered == _render_with_the_stock_policy(kind, address, contact)

@@ -143,3 +143,32 @@ def test_ANoticeThatNamesNoRow_StillGetsTheWeakerQuestion_WhichIsTheBacklogsShap
         f"NO AUDIT ROW: notice {bare} (PinEnrolled): no PinEnrolled row exists for that user at "
         "all — this notice names no row, so that is the weaker question"
     )
+
+
+def test_one_sweeps_single_read_still_answers_each_notice_its_own_question(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    """The sweep reads every held row's evidence in one statement (bench/README.md, Relay); each
+    notice must still get its own answer, even where several notices name the same audit row or
+    the same user's rows: D3's pair per notice, D6's weaker question only for a null pointer."""
+    _, events, notices = _enrolled_then_changes(engine, changes=3)
+    _, other_events, other_notices = _enrolled_then_changes(engine, changes=1)
+    _delete_audit_row(engine, events[1])  # the first change's own row: gone (exact, found)
+    _point(engine, notices[2], other_events[1])  # another user's PinChanged row (exact, found)
+    _point(engine, notices[3], events[0])  # its own user's enrolment row (exact, found)
+    _point(engine, other_notices[0], None)  # null pointer, the user has an enrolment row: stands
+    with unit_of_work(engine) as session:
+        bare_user, _ = add_user(session)
+        bare = add_notice(session, bare_user, kind=ENROLLED)  # null pointer, no row at all
+        session.commit()
+
+    findings = _sweep_findings(engine, clock, pickup, expect_delivered=7)
+    assert sorted(findings, key=lambda f: str(f.notice_id)) == sorted(
+        [
+            EvidenceFinding(notices[1], CHANGED, events[1], EvidenceQuestion.EXACT),
+            EvidenceFinding(notices[2], CHANGED, other_events[1], EvidenceQuestion.EXACT),
+            EvidenceFinding(notices[3], CHANGED, events[0], EvidenceQuestion.EXACT),
+            EvidenceFinding(bare, ENROLLED, None, EvidenceQuestion.WEAKER),
+        ],
+        key=lambda f: str(f.notice_id),
+    )
