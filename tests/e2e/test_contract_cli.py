@@ -12,7 +12,6 @@ import pty
 import select
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,12 +20,12 @@ import pytest
 
 from shared.cli import exits
 from shared.db.engine import build_engine
+from tests.e2e.serve_process import CLI, ROOT, run_cli
 from tests.integration.notices.conftest import CONTACT, owed_notices
 from tests.support import CHAIN_KEY
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "hunter2-in-the-url"
 # Port 1 on the loopback: nothing listens there, so the connection is refused at once.
 UNREACHABLE = f"postgresql+psycopg://postgres:{PASSWORD}@127.0.0.1:1/azurebank"
@@ -34,14 +33,8 @@ EMAIL = "audit.person@example.test"
 
 
 def _run(database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shared.cli", *args],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "Database__Url": database_url, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_cli(
+        {**os.environ, "PYTHONPATH": str(ROOT), "Database__Url": database_url, **env}, *args
     )
 
 
@@ -110,14 +103,26 @@ def test_serve_on_a_port_already_taken_exits_1_not_uvicorns_3(tmp_path: Path) ->
 # --- progress: on a terminal only -------------------------------------------------------------
 
 
-def _notify_env(sqlite_url: str, pickup: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "Database__Url": sqlite_url,
-        "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": CONTACT,
-    }
+def _notify(sqlite_url: str, pickup: Path, *, piped: bool) -> tuple[subprocess.Popen[bytes], int]:
+    """`azurebank notify` with stderr on a new terminal and stdout on it too, or on a pipe when
+    `piped`; the process and the terminal's end this test reads."""
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [*CLI, "notify"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "Database__Url": sqlite_url,
+            "Notices__PickupDirectory": str(pickup),
+            "Notices__Contact": CONTACT,
+        },
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if piped else secondary,
+        stderr=secondary,
+    )
+    os.close(secondary)
+    return process, primary
 
 
 def _owe(sqlite_url: str, n: int) -> None:
@@ -148,16 +153,7 @@ def _read_all(fd: int) -> bytes:
 
 def test_notify_shows_progress_on_a_terminal(sqlite_url: str, pickup: Path) -> None:
     _owe(sqlite_url, 3)
-    primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "shared.cli", "notify"],
-        cwd=ROOT,
-        env=_notify_env(sqlite_url, pickup),
-        stdin=subprocess.DEVNULL,
-        stdout=secondary,
-        stderr=secondary,
-    )
-    os.close(secondary)
+    process, primary = _notify(sqlite_url, pickup, piped=False)
     try:
         seen = _read_all(primary).decode(errors="replace")
     finally:
@@ -171,16 +167,7 @@ def test_notify_shows_no_progress_when_its_output_is_piped(sqlite_url: str, pick
     """DESIGN §8: not when output is piped, even with stderr still on the terminal
     (`azurebank notify | tee run.log`)."""
     _owe(sqlite_url, 3)
-    primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "shared.cli", "notify"],
-        cwd=ROOT,
-        env=_notify_env(sqlite_url, pickup),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=secondary,
-    )
-    os.close(secondary)
+    process, primary = _notify(sqlite_url, pickup, piped=True)
     try:
         on_terminal = _read_all(primary).decode(errors="replace")
         assert process.stdout is not None
@@ -192,10 +179,3 @@ def test_notify_shows_no_progress_when_its_output_is_piped(sqlite_url: str, pick
     assert process.returncode == exits.OK, on_terminal
     assert "notify: delivered 3" in piped
     assert "notify: sweep" not in on_terminal + piped
-
-
-@pytest.fixture
-def pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory

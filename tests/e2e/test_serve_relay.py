@@ -14,23 +14,17 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.serve_process import CLI, ServedProcess, clean_environ, served, wait_for
 from tests.runner_support import CONTACT, notice_state, owe_notices, owed_count
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-WAIT = 60.0  # seconds: a bound on a slow shared machine, not a speed claim
 CONTROL = os.environ.get("AZUREBANK_E2E_CONTROL", "")
 
 # The control's claim: owed rows, whoever holds them (what a runner without a lease would do).
@@ -43,71 +37,27 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _announced(server: ServedProcess) -> bool:
+    return "Notice relay: live as api/" in server.output()
 
 
-@contextmanager
-def serving(db_url: str, pickup: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def serving(db_url: str, pickup: Path, log: Path) -> AbstractContextManager[ServedProcess]:
     """One `azurebank serve` process with the Api runner; always stopped, killed if need be."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.replace(":", "__").split("__")[0].lower() not in {"database", "notices"}
-    }
-    env.update(
-        {
-            "PYTHONPATH": str(REPO),
-            "Database__Url": db_url,
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
-            "Notices__Runner": "Api",
-            "Notices__PeriodSeconds": "1",
-            "Notices__LeaseSeconds": "3",
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": CONTACT,
-        }
+    env = clean_environ(
+        db_url,
+        Notices__Runner="Api",
+        Notices__PeriodSeconds="1",
+        Notices__LeaseSeconds="3",
+        Notices__PickupDirectory=str(pickup),
+        Notices__Contact=CONTACT,
     )
-    command = ["serve", "--port", str(_free_port())]
-    argv = (
-        [sys.executable, "-c", _IGNORE_LEASE, *command]
-        if CONTROL == "ignore-lease"
-        else [sys.executable, "-m", "shared.cli", *command]
-    )
-    with log.open("wb") as sink:
-        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: "Notice relay: live as api/" in log.read_text(), f"{log.name} announced")
-        yield process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=WAIT)
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> float:
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.2)
-    return time.monotonic() - started
-
-
-def _pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory
+    program = [CLI[0], "-c", _IGNORE_LEASE] if CONTROL == "ignore-lease" else CLI
+    return served(env, log, program=program, ready=_announced)
 
 
 def test_d1_an_owed_notice_appears_as_a_file_within_a_few_periods(
-    sqlite_url: str, tmp_path: Path
+    sqlite_url: str, tmp_path: Path, pickup: Path
 ) -> None:
-    pickup = _pickup(tmp_path)
     log = tmp_path / "serve.log"
     with serving(sqlite_url, pickup, log):
         (notice,) = owe_notices(sqlite_url)
@@ -122,9 +72,8 @@ def test_d1_an_owed_notice_appears_as_a_file_within_a_few_periods(
 
 @pytest.mark.postgres
 def test_d1_two_serve_processes_deliver_500_notices_once_each_with_none_left_owed(
-    fresh_postgres_url: str, tmp_path: Path
+    fresh_postgres_url: str, tmp_path: Path, pickup: Path
 ) -> None:
-    pickup = _pickup(tmp_path)
     logs = [tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
     with serving(fresh_postgres_url, pickup, logs[0]), serving(fresh_postgres_url, pickup, logs[1]):
         ids = owe_notices(fresh_postgres_url, 500)
