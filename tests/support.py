@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -23,6 +26,7 @@ from shared.identity.tokens import issue_token
 from shared.identity.users import NewUser, add_user
 from shared.settings import Settings, load_settings
 
+REPO = Path(__file__).resolve().parents[1]
 SIGNING_KEY = "test-signing-key-" + "x" * 32
 CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
 # PBKDF2 at the production 100,000 iterations costs ~0.1 s a hash; tests that make many users
@@ -88,3 +92,23 @@ def api_client(
 
 def unique_key() -> str:
     return uuid.uuid4().hex + os.urandom(2).hex()
+
+
+def run_python(
+    *args: str,
+    settings: Mapping[str, str] | None = None,
+    check: bool = False,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a fresh interpreter on this checkout's code, with the test's environment
+    (hermetic_settings has already removed the developer's app settings) plus `settings`."""
+    env = {**os.environ, **(settings or {}), "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+    )

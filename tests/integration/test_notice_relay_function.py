@@ -11,9 +11,6 @@ notices table is renamed away under the running host, then put back.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -22,8 +19,7 @@ from typing import Any
 import pytest
 
 from tests.runner_support import CONTACT, notice_state, owe_notices
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import CHAIN_KEY, run_python
 
 _HOST = textwrap.dedent(
     """
@@ -63,18 +59,7 @@ _HOST = textwrap.dedent(
 
 
 def _run_host(environ: dict[str, str], steps: list[dict[str, Any]]) -> dict[str, Any]:
-    env = dict(os.environ)  # hermetic_settings has already removed every app setting
-    env.update(environ)
-    env["PYTHONPATH"] = str(REPO)
-    done = subprocess.run(
-        [sys.executable, "-c", _HOST, json.dumps(steps)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_python("-c", _HOST, json.dumps(steps), settings=environ)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
@@ -83,7 +68,7 @@ def _run_host(environ: dict[str, str], steps: list[dict[str, Any]]) -> dict[str,
 def _environ(db_url: str, pickup: Path, runner: str) -> dict[str, str]:
     return {
         "Database__Url": db_url,
-        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": CONTACT,

@@ -17,6 +17,7 @@ from shared.db.engine import get_engine
 from shared.notices.function_host import FunctionRelayHost
 from shared.settings import Settings, load_settings
 from tests.runner_support import CONTACT, notice_state, owe_notices
+from tests.support import CHAIN_KEY
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 EXAMPLE_ID = uuid.UUID("0b7c1a6e-1f4e-4b8e-9d7e-2a3c4d5e6f01")
@@ -36,7 +37,7 @@ def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, S
     settings = load_settings(
         {
             "Database__Url": db_url,
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+            "Audit__ChainKey": CHAIN_KEY,
             "Notices__Runner": "Function",
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": CONTACT,

@@ -23,6 +23,7 @@ from shared.notices.function_host import FunctionRelayHost
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.runner_support import CONTACT, connection_attempts, notice_state, owe_notices
+from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
 
@@ -32,7 +33,7 @@ def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
     return load_settings(
         {
             "Database__Url": db_url,
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+            "Audit__ChainKey": CHAIN_KEY,
             "Notices__Runner": runner,
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": CONTACT,

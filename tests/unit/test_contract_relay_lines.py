@@ -13,6 +13,7 @@ import pytest
 from shared.notices.function_host import FunctionRelayHost
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
+from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
 NAME = r"[^/\s]+/\d+/[0-9a-f]{8}"
@@ -26,7 +27,7 @@ def _settings(tmp_path: Path, runner: str) -> Settings:
         {
             # Nothing connects at start; the URL is never used here.
             "Database__Url": "postgresql+psycopg://nobody@127.0.0.1:1/nothing",
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+            "Audit__ChainKey": CHAIN_KEY,
             "Notices__Runner": runner,
             "Notices__PickupDirectory": str(pickup),
             "Notices__Contact": "AzureBank support, +1 555 0100",

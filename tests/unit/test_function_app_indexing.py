@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from api_funcs.functions import OPERATIONS
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import CHAIN_KEY, run_python
 
 
 def _closed_port() -> int:
@@ -30,10 +26,8 @@ def indexed() -> dict[str, Any]:
     process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
     port = _closed_port()
     code = textwrap.dedent(
-        f"""
-        import json, os, socket
-        os.environ["Database__Url"] = "postgresql+psycopg://nobody@127.0.0.1:{port}/nothing"
-        os.environ["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
+        """
+        import json, socket
         attempts = []
         real = socket.socket.connect
         def watch(self, address):
@@ -46,20 +40,17 @@ def indexed() -> dict[str, Any]:
         event.listen(Engine, "engine_connect", lambda conn: attempts.append("engine_connect"))
         import function_app
         from shared.db import engine as engines
-        attempts.extend(f"engine built for {{u}}" for u in engines._engines)
-        fns = {{f.get_function_name(): json.loads(f.get_function_json())
-               for f in function_app.app.get_functions()}}
-        print(json.dumps({{"attempts": attempts, "functions": fns}}))
+        attempts.extend(f"engine built for {u}" for u in engines._engines)
+        fns = {f.get_function_name(): json.loads(f.get_function_json())
+               for f in function_app.app.get_functions()}
+        print(json.dumps({"attempts": attempts, "functions": fns}))
         """
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    settings = {
+        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{port}/nothing",
+        "Audit__ChainKey": CHAIN_KEY,
+    }
+    out = run_python("-c", code, settings=settings, check=True)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 

@@ -9,9 +9,6 @@ interpreter, for the whole session.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -19,8 +16,7 @@ from typing import Any
 import pytest
 
 from api_funcs.functions import OPERATIONS
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import CHAIN_KEY, run_python
 
 _INDEX = textwrap.dedent(
     """
@@ -36,24 +32,12 @@ _INDEX = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.replace(":", "__").split("__")[0].lower() not in {"database", "notices"}
-    }
-    env["PYTHONPATH"] = str(REPO)
     # The Functions host refuses to start without a database URL; nothing connects to it.
-    env["Database__Url"] = f"sqlite:///{tmp_path_factory.mktemp('idx') / 'never-opened.db'}"
-    env["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
-    out = subprocess.run(
-        [sys.executable, "-c", _INDEX],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    settings = {
+        "Database__Url": f"sqlite:///{tmp_path_factory.mktemp('idx') / 'never-opened.db'}",
+        "Audit__ChainKey": CHAIN_KEY,
+    }
+    out = run_python("-c", _INDEX, settings=settings, check=True)
     result: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -115,29 +99,13 @@ def test_importing_function_app_named_as_the_runner_opens_no_database_connection
     # tick. SQLAlchemy's hook sees every attempt (psycopg connects through libpq, not Python).
     pickup = tmp_path / "pickup"
     pickup.mkdir()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k.replace(":", "__").split("__")[0].lower() not in {"database", "notices"}
+    settings = {
+        "Database__Url": "postgresql+psycopg://nobody@127.0.0.1:9/nothing",
+        "Audit__ChainKey": CHAIN_KEY,
+        "Notices__Runner": "Function",
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": "AzureBank support, +1 555 0100",
     }
-    env.update(
-        {
-            "PYTHONPATH": str(REPO),
-            "Database__Url": "postgresql+psycopg://nobody@127.0.0.1:9/nothing",
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
-            "Notices__Runner": "Function",
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": "AzureBank support, +1 555 0100",
-        }
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", _START_NAMED],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    out = run_python("-c", _START_NAMED, settings=settings, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"attempts": [], "delivers": True}
     assert "Notice relay: live as function/" in out.stderr

@@ -15,6 +15,7 @@ import pytest
 from shared.notices.function_host import FunctionRelayHost
 from shared.settings import Settings, SettingsError, load_settings
 from tests.runner_support import connection_attempts
+from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
 
@@ -30,7 +31,7 @@ def _settings(tmp_path: Path, runner: str = "Function", **extra: str) -> Setting
     pickup.mkdir(exist_ok=True)
     env = {
         "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing",
-        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": "AzureBank support, +1 555 0100",
@@ -129,7 +130,7 @@ def test_adr_0051_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> No
     settings = load_settings(
         {
             "Database__Url": "sqlite:///unused.db",
-            "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+            "Audit__ChainKey": CHAIN_KEY,
             "Notices__Runner": "Function",
         }
     )

@@ -10,9 +10,7 @@ gets as far as opening the database.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from shared.cli import exits
 from shared.cli.main import main
 from shared.settings import check_host, load_settings
+from tests.support import CHAIN_KEY, run_python
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "local.settings.sample.json"
@@ -170,7 +169,7 @@ PARAMS = [pytest.param(case, host, id=f"{host}-{case.id}") for case in CASES for
 def _environment(tmp: Path, case: Case, host: str) -> dict[str, str]:
     env = {
         "Database__Url": f"sqlite:///{tmp / 'never-opened.db'}",
-        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        "Audit__ChainKey": CHAIN_KEY,
     }
     env.update(case.env(tmp, NAMES[host]))
     for key in case.drop:
@@ -179,18 +178,7 @@ def _environment(tmp: Path, case: Case, host: str) -> dict[str, str]:
 
 
 def _import_function_app(settings_env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)  # hermetic_settings has already removed every app setting
-    env.update(settings_env)
-    env["PYTHONPATH"] = str(REPO)
-    return subprocess.run(
-        [sys.executable, "-c", "import function_app"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_python("-c", "import function_app", settings=settings_env)
 
 
 def _refusal_message(
@@ -270,7 +258,7 @@ def test_adr_0051_d3_each_host_asks_only_about_itself(
 ) -> None:
     settings_env = {
         "Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}",
-        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        "Audit__ChainKey": CHAIN_KEY,
     }
     settings_env.update({k: v for k, v in env.items() if k != "dir"})
     if "dir" in env:

@@ -5,10 +5,7 @@ and the OpenAPI document declares each status and errorCode they can answer as p
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +14,8 @@ from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from api_funcs.functions import OPERATIONS
 from shared.settings import load_settings
+from tests.support import CHAIN_KEY, run_python
 
-ROOT = Path(__file__).resolve().parents[2]
 IDENTITY_OPERATIONS = {
     "accounts": ("accounts", ["GET"]),
     "pin_enrol": ("pin", ["POST"]),
@@ -30,9 +27,7 @@ def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route
     # A fresh interpreter: get_functions() may run once per process (FACTS).
     code = textwrap.dedent(
         """
-        import json, os
-        os.environ["Database__Url"] = "sqlite:///unused.db"  # the host refuses to start without
-        os.environ["Audit__ChainKey"] = "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s="
+        import json
         import function_app
         out = {}
         for f in function_app.app.get_functions():
@@ -43,14 +38,9 @@ def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route
         print(json.dumps(out))
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    # The host refuses to start without a database URL and the chain key; nothing connects.
+    settings = {"Database__Url": "sqlite:///unused.db", "Audit__ChainKey": CHAIN_KEY}
+    done = run_python("-c", code, settings=settings, check=True)
     functions = json.loads(done.stdout.strip().splitlines()[-1])
     for name, (route, methods) in IDENTITY_OPERATIONS.items():
         assert functions[name] == [route, methods, "FUNCTION"]

@@ -6,16 +6,13 @@ the T-SQL is pinned on every machine even though the SQL Server suite is opt-in.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from sqlalchemy.dialects import mssql, postgresql, sqlite
 
 from shared.notices.claim_sql import MSSQL_CLAIM_HINT, claim_statement
+from tests.support import run_python
 
 NOW = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 
@@ -55,16 +52,7 @@ def test_compiling_the_t_sql_claim_imports_no_odbc_driver() -> None:
         "from sqlalchemy.dialects import mssql; _sql('mssql', mssql.dialect()); "
         "print('pyodbc' in sys.modules)"
     )
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = run_python("-c", code, check=True, timeout=60)
     assert done.stdout.strip() == "False"
 
 

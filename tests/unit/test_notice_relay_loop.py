@@ -23,6 +23,7 @@ from api_funcs.context import AppContext
 from shared.cli.serve import attach_relay
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
+from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
 # Generous bounds: the machine is shared and slow; nothing here asserts speed.
@@ -34,7 +35,7 @@ def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
     pickup.mkdir(exist_ok=True)
     env = {
         "Database__Url": f"sqlite:///{tmp_path / 'unused.db'}",
-        "Audit__ChainKey": "a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2s=",
+        "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": "AzureBank support, +1 555 0100",

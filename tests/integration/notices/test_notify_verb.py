@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,9 +24,9 @@ from tests.integration.notices.conftest import (
     notice_row,
     owed_notices,
 )
+from tests.support import run_python
 
 OTHER = "api/host-x/4242/0badf00d"
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -259,15 +257,7 @@ def test_notices_status_shows_owed_rows_their_holders_and_the_oldest_owed_rows_a
 
 
 def _process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "shared.cli", *args],
-        cwd=ROOT,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_python("-m", "shared.cli", *args, settings=env)
 
 
 @pytest.mark.e2e
