@@ -12,20 +12,23 @@ from shared.audit.chain import AuditChain
 from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
 from shared.identity.tokens import TokenVerifier
-from shared.settings import Settings
-
-DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
+from shared.settings import Settings, SettingsError, fix_for
 
 
 @dataclass
 class AppContext:
     settings: Settings
     clock: Clock = field(default_factory=SystemClock)
+    # `serve` passes its command-line default here (shared.cli.runtime.database_url); the
+    # Functions host passes nothing and never falls back to a local file (DESIGN §4).
     database_url: str | None = None
 
     @property
     def url(self) -> str:
-        return self.database_url or self.settings.Database.Url or DEFAULT_DATABASE_URL
+        url = self.database_url or self.settings.Database.Url
+        if url is None:
+            raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
+        return url
 
     @property
     def engine(self) -> Engine:
