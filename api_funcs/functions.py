@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from shared.settings import load_settings, require_host
+from shared.settings import function_host_settings
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,8 @@ OPERATIONS: tuple[Operation, ...] = (
 @functools.cache
 def _asgi() -> func.AsgiMiddleware:
     # Built on the first request, never at import: importing function_app.py opens nothing.
-    settings = load_settings()
-    require_host(settings, "function")
-    app: FastAPI = create_app(AppContext(settings))
+    # The settings are the ones the host checked at start (relay_func's import).
+    app: FastAPI = create_app(AppContext(function_host_settings()))
     return func.AsgiMiddleware(app)
 
 

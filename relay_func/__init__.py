@@ -11,9 +11,9 @@ from __future__ import annotations
 import azure.functions as func
 
 from shared.notices.function_host import FunctionRelayHost
-from shared.settings import load_settings
+from shared.settings import function_host_settings
 
-host = FunctionRelayHost(load_settings())
+host = FunctionRelayHost(function_host_settings())
 
 bp = func.Blueprint()
 
