@@ -31,7 +31,7 @@ NO_PASSWORD_URL = f"mssql+pyodbc://@{SERVER}/azurebank"
 SIGN_IN_KEYWORDS = {"trusted_connection", "authentication", "uid", "pwd"}
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _pyodbc_importable() -> None:
     # SQLAlchemy's mssql+pyodbc dialect imports pyodbc when the engine is built, and pyodbc
     # needs unixODBC's libodbc.so.2 (scripts/test.sh installs it as root when missing).
@@ -108,7 +108,8 @@ def _keywords(connection_string: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def factory() -> CredentialFactory:
+def factory(_pyodbc_importable: None) -> CredentialFactory:
+    """Every test that builds a SQL Server engine takes this, so it needs pyodbc's libodbc."""
     return CredentialFactory()
 
 
