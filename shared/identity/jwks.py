@@ -59,7 +59,7 @@ class JwksKeys:
     def _fetch(self, now: datetime) -> None:
         self._tried_at = now
         try:
-            keys = self._client.get_signing_keys()
+            keys = _signing_keys(self._client.fetch_data())
         except (jwt.PyJWTError, ValueError, OSError) as exc:
             # The type only: the message may carry the URL or the endpoint's answer.
             log.warning(
@@ -69,8 +69,28 @@ class JwksKeys:
                 self.REFETCH_SECONDS,
             )
             return
-        self._keys = {k.key_id: k for k in keys if k.key_id}
+        self._keys = keys
         self._fetched_at = now
+
+
+def _signing_keys(document: object) -> dict[str, jwt.PyJWK]:
+    """The usable signing keys of a JWKS document, by kid. A document with an empty `keys` is
+    an answer (every key withdrawn), not a failure; one that is not a JWKS document is."""
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("not a JWKS document")
+    keys: dict[str, jwt.PyJWK] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+            continue
+        kid = entry.get("kid")
+        try:
+            key = jwt.PyJWK(entry)
+        except jwt.PyJWTError:
+            continue  # a key type or curve this host does not verify with
+        if isinstance(kid, str) and kid:
+            keys[kid] = key
+    return keys
 
 
 def _within(since: datetime | None, now: datetime, seconds: int) -> bool:
