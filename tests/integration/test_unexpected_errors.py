@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import azure.functions as func
 import pytest
 from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 
 from api_funcs.app import create_app
@@ -92,4 +93,28 @@ def test_under_the_functions_host_the_exception_is_answered_and_never_reaches_th
     trace_id = re.search(r'"traceId":\s*"(\w+)"', body)
     assert trace_id is not None, body
     _assert_one_error_line(leak_watch, trace_id.group(1))
+    leak_watch.assert_clean()
+
+
+def test_an_exception_after_the_answer_began_is_one_error_line_and_is_not_re_raised(
+    sqlite_url: str, leak_watch: LeakWatch
+) -> None:
+    """Once the status is sent no 500 can follow: the answer stops short (a served host closes
+    the connection before the body ends), still with one Error line and nothing re-raised."""
+
+    def chunks() -> Iterator[bytes]:
+        yield b"first"
+        _fail()
+
+    app = _app(sqlite_url)
+    app.add_api_route("/api/test-stream", lambda: StreamingResponse(chunks()), methods=["GET"])
+    leak_watch.secret("address", ADDRESS)
+    leak_watch.start()
+    with TestClient(app, raise_server_exceptions=True) as client:
+        response = leak_watch.saw(client.get("/api/test-stream"))
+    assert response.content == b"first"
+    errors = [r.getMessage() for r in leak_watch.caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("Unhandled LookupError (trace ")
+    assert re.search(r"test_unexpected_errors\.py:\d+:_fail < [^ ]+:\d+:\S*chunks", errors[0])
     leak_watch.assert_clean()
