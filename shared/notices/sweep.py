@@ -32,6 +32,7 @@ from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.transports import (
     LeavesTemporaryFiles,
+    LeftoversKept,
     NoticeTransport,
     transport_from_settings,
 )
@@ -177,6 +178,14 @@ class NoticeSweep:
             removed = self.transport.remove_leftovers(
                 now=self._clock.now(), older_than=self.leftover_age
             )
+        except LeftoversKept as kept:
+            removed = kept.removed
+            log.warning(
+                "Notice sweep by %s could not remove %d leftover temporary files: %s",
+                self.runner,
+                kept.kept,
+                kept.failure,
+            )
         except Exception as exc:
             # By type only, as every relay failure (D4): an OS error's text holds the path.
             log.warning(
@@ -251,7 +260,8 @@ class NoticeSweep:
             if on_outcome is not None:
                 on_outcome(outcome)
 
-        if summary.held:  # an idle sweep says nothing, every period
+        # An idle sweep says nothing, every period; nor does one whose only rows rest (D3).
+        if summary.held > summary.resting:
             log.info("%s", summary.line())
 
 

@@ -50,13 +50,22 @@ class NoticeTransport(Protocol):
         ...
 
 
+class LeftoversKept(Exception):
+    """Some leftover temporaries could not be removed; the others were. Kept by exception type
+    only (ADR-0048 D4): an OS error's text holds the path."""
+
+    def __init__(self, removed: int, kept: int, failure: str) -> None:
+        self.removed, self.kept, self.failure = removed, kept, failure
+        super().__init__(f"{kept} leftover temporary files not removed ({failure})")
+
+
 @runtime_checkable
 class LeavesTemporaryFiles(Protocol):
     """A transport whose delivery writes a temporary file a crash can leave behind."""
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
         """Remove this transport's own temporary files last modified more than `older_than`
-        before `now`; how many it removed."""
+        before `now`; how many it removed. Raises LeftoversKept when some could not be."""
         ...
 
 
@@ -138,7 +147,7 @@ class PickupDirectoryTransport:
         lease and links after the removal finds no temporary and reports a transport failure;
         its row stays owed (at-least-once, ADR-0048 D3). A final `.eml` is never touched."""
         cutoff = (now - older_than).timestamp()
-        removed = 0
+        removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
             for entry in entries:
                 if not is_temporary_file_name(entry.name):
@@ -150,7 +159,14 @@ class PickupDirectoryTransport:
                     os.unlink(entry.path)
                 except FileNotFoundError:
                     continue  # its writer linked and removed it, or another runner did
+                except OSError as exc:
+                    # One that cannot go (another user's, in a sticky directory) does not keep
+                    # the rest.
+                    kept, failure = kept + 1, failure or type(exc).__name__
+                    continue
                 removed += 1
+        if kept:
+            raise LeftoversKept(removed, kept, failure)
         return removed
 
     def _create_temporary(self, notice_id: uuid.UUID) -> tuple[int, Path]:
