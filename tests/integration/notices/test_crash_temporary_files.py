@@ -22,7 +22,12 @@ import pytest
 from sqlalchemy import Engine
 
 from shared.clock import FakeClock
-from shared.notices.transports import PickupDirectoryTransport
+from shared.notices.transports import (
+    BlobContainerTransport,
+    LeavesTemporaryFiles,
+    PickupDirectoryTransport,
+    is_temporary_file_name,
+)
 from tests.integration.notices.conftest import CONTACT, make_sweep, notice_row, owed_notices
 from tests.support import REPO
 
@@ -103,7 +108,7 @@ def test_a_runner_killed_between_its_temporary_and_the_link_leaves_nothing_once_
     # What the crash left: a hidden temporary holding the whole notice, address included, no
     # final file, and the row owed under the dead verb's lease.
     (leftover,) = list(pickup.iterdir())
-    assert leftover.name.startswith(f".{owed.id}.") and leftover.name.endswith(".tmp")
+    assert leftover.name.startswith(f".{owed.id}.") and is_temporary_file_name(leftover.name)
     assert owed.email.encode() in leftover.read_bytes()
     row = notice_row(engine, owed.id)
     assert row.DeliveredAt is None and (row.LeasedBy or "").startswith("verb/")
@@ -213,3 +218,12 @@ def test_a_short_relay_lease_still_waits_out_the_verbs_two_minutes_before_removi
     clock.advance(timedelta(seconds=61))
     assert sweep.run().leftovers_removed == 1
     assert not temporary.exists()
+
+
+def test_the_blob_container_writes_no_temporary_so_it_has_no_leftovers_to_remove(
+    pickup: Path,
+) -> None:
+    # An upload is atomic: a blob appears whole under its name or not at all.
+    blob = BlobContainerTransport("notices", blob_service_uri="https://account.blob.example")
+    assert not isinstance(blob, LeavesTemporaryFiles)
+    assert isinstance(PickupDirectoryTransport(pickup), LeavesTemporaryFiles)
