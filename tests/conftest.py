@@ -22,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
+from tests import tsql_parse
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -185,6 +186,25 @@ def azurite_connection_string() -> str:
     )
 
 
+# --- every statement the code executes, parsed as T-SQL (tests/tsql_parse.py) ----------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    tsql_parse.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report: pytest.TestReport = yield  # type: ignore[misc]
+    # A statement SQL Server could not parse fails the test that ran it (setup's with the call).
+    if call.when in ("call", "teardown") and report.passed:
+        problems = tsql_parse.take_problems()
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = "\n\n".join(problems)
+    return report  # type: ignore[return-value]
+
+
 # --- the suites summary: which rings ran (scripts/test.sh prints and checks it) ---------------
 
 _SUITE_ORDER = ("sqlite", "postgres", "azurite", "sqlserver", "e2e", "unit")
@@ -237,6 +257,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         parts.append(f"{suite} {c['passed']} passed{extra}")
     terminalreporter.write_sep("-", "suites")
     terminalreporter.write_line("suites: " + "; ".join(parts))
+    terminalreporter.write_line(tsql_parse.summary_line())
+    if os.environ.get("AZUREBANK_TSQL_DUMP"):
+        tsql_parse.dump(os.environ["AZUREBANK_TSQL_DUMP"])
     path = os.environ.get("AZUREBANK_SUITE_SUMMARY")
     if path:
         Path(path).write_text(json.dumps(counts), encoding="utf-8")

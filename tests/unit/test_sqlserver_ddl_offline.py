@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shared.db.migrate import offline_sql
+from tests import tsql_parse
 
 ROOT = Path(__file__).resolve().parents[2]
 MSSQL_URL = "mssql+pyodbc://u:p@h/db?driver=ODBC+Driver+18+for+SQL+Server"
@@ -62,3 +63,9 @@ def test_generating_the_sql_server_ddl_never_imports_pyodbc() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_every_statement_of_the_sql_server_ddl_parses_as_t_sql(ddl: str) -> None:
+    """DESIGN §3: the migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
+    statement (tests/tsql_parse.py counts them with the executed statements)."""
+    assert tsql_parse.check_ddl(ddl) >= 20
