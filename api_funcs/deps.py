@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
 from shared.audit.chain import AuditChain, AuditChainUnavailable
+from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
@@ -72,7 +73,8 @@ def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
     with unit_of_work(ctx.engine) as session:
-        exists = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == user_id))
+        # Exact on SQL Server too, whose collation would match another case (docs/database.md).
+        exists = session.scalar(select(AspNetUser.Id).where(exact_equals(AspNetUser.Id, user_id)))
     if exists is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     return user_id

@@ -199,8 +199,9 @@ class _Record:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # (executing dialect, its compiled text) -> what checking it found, for app statements.
     seen: dict[tuple[str, str], _Seen] = field(default_factory=dict)
-    # T-SQL template (values as parameters) -> the text parsed (values inline).
-    tsql_parsed: dict[str, str] = field(default_factory=dict)
+    # T-SQL template (values as parameters) -> (the text parsed, values inline; where it came
+    # from: "executed", "twin" or "ddl").
+    tsql_parsed: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Distinct application statements executed on PostgreSQL (its compiled text).
     postgresql_executed: set[str] = field(default_factory=set)
     twins_seen: set[str] = field(default_factory=set)
@@ -278,7 +279,9 @@ def _with_values(statement: ClauseElement, params: Mapping[str, Any]) -> ClauseE
     return bound
 
 
-def check_statement(statement: ClauseElement, *, params: Mapping[str, Any] | None = None) -> str:
+def check_statement(
+    statement: ClauseElement, *, params: Mapping[str, Any] | None = None, source: str = "twin"
+) -> str:
     """Compile `statement` for SQL Server, parse it, record it; the T-SQL template it counted as.
     Raises AssertionError with the T-SQL text when it does not parse."""
     bound = _with_values(statement, params or {})
@@ -288,7 +291,7 @@ def check_statement(statement: ClauseElement, *, params: Mapping[str, Any] | Non
     if problem is not None:
         raise AssertionError(f"T-SQL does not parse ({problem}):\n{sql}")
     with RECORD.lock:
-        RECORD.tsql_parsed.setdefault(template, sql)
+        RECORD.tsql_parsed.setdefault(template, (sql, source))
     return template
 
 
@@ -303,7 +306,7 @@ def check_ddl(script: str) -> int:
         with RECORD.lock:
             for tree in trees:
                 text = tree.sql("tsql")
-                RECORD.tsql_parsed.setdefault(text, text)
+                RECORD.tsql_parsed.setdefault(text, (text, "ddl"))
         count += len(trees)
     return count
 
@@ -335,7 +338,7 @@ def _on_execute(
         return
     params = context.compiled_parameters[0] if context.compiled_parameters else {}
     try:
-        check_statement(compiled.statement, params=params)
+        check_statement(compiled.statement, params=params, source="executed")
     except Exception as exc:  # a compile error is as much a failure as a parse error
         problem = f"{exc}\n(executed on {dialect.name}: {compiled.string})"
         with RECORD.lock:
@@ -360,12 +363,21 @@ def take_problems() -> list[str]:
 def dump(path: str) -> None:
     """Write every T-SQL text parsed, for a reader (AZUREBANK_TSQL_DUMP)."""
     with RECORD.lock:
-        texts = list(RECORD.tsql_parsed.values())
+        texts = [sql for sql, _source in RECORD.tsql_parsed.values()]
     Path(path).write_text("\n\n-- next\n".join(texts) + "\n", encoding="utf-8")
 
 
 def summary_line() -> str:
+    with RECORD.lock:
+        sources = [source for _sql, source in RECORD.tsql_parsed.values()]
+        executed_on_postgresql = len(RECORD.postgresql_executed)
+        twins_on_postgresql = sum(
+            1 for (d, _), seen in RECORD.seen.items() if d == "postgresql" and seen.twin_of
+        )
+    parts = ", ".join(f"{sources.count(s)} {s}" for s in ("executed", "twin", "ddl"))
     return (
-        f"t-sql: {len(RECORD.tsql_parsed)} distinct statements parsed; "
-        f"postgresql: {len(RECORD.postgresql_executed)} distinct statements executed"
+        f"t-sql: {len(sources)} distinct statements parsed ({parts}; "
+        f"{len(UNPARSABLE_BATCHES)} listed unparsable); "
+        f"postgresql: {executed_on_postgresql} distinct statements executed "
+        f"({twins_on_postgresql} of them per-dialect, checked through their SQL Server twins)"
     )
