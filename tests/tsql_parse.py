@@ -18,6 +18,8 @@ What is checked, and what is not, by design:
   Server twin, which `tests/unit/test_tsql_parse.py` builds and parses.
 - Listed as unparsable, in `UNPARSABLE_BATCHES` only: procedural batches sqlglot has no grammar
   for (T-SQL's `THROW`); their exact text is pinned by compile tests.
+- Not seen: statements of other processes (the e2e ring's `azurebank` processes); the same code
+  paths run in-process in the integration ring.
 - Not checked: a test's own SQL (its instruments: `pg_terminate_backend`, `EXPLAIN`, fault
   injection), SQLAlchemy's and Alembic's reflection, the migrations run online (their SQL Server
   DDL is parsed offline by tests/unit/test_sqlserver_ddl_offline.py), and driver-level text sent
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -206,6 +209,8 @@ class _Record:
     postgresql_executed: set[str] = field(default_factory=set)
     twins_seen: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
+    calls: int = 0  # statements seen, and the time spent on them: the check's overhead
+    seconds: float = 0.0
     twin_texts: dict[str, dict[str, str]] = field(default_factory=dict)  # dialect -> text -> module
 
 
@@ -312,8 +317,19 @@ def check_ddl(script: str) -> int:
 
 
 def _on_execute(
-    conn: Any, _cursor: Any, _statement: str, _parameters: Any, context: Any, _executemany: bool
+    conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
 ) -> None:
+    started = time.perf_counter()
+    try:
+        _check_executed(conn, context)
+    finally:
+        spent = time.perf_counter() - started
+        with RECORD.lock:
+            RECORD.calls += 1
+            RECORD.seconds += spent
+
+
+def _check_executed(conn: Any, context: Any) -> None:
     compiled = getattr(context, "compiled", None)
     if compiled is None or isinstance(compiled, DDLCompiler):
         return  # driver-level text (exec_driver_sql) or DDL: see the module's docstring
@@ -371,6 +387,7 @@ def summary_line() -> str:
     with RECORD.lock:
         sources = [source for _sql, source in RECORD.tsql_parsed.values()]
         executed_on_postgresql = len(RECORD.postgresql_executed)
+        calls, seconds = RECORD.calls, RECORD.seconds
         twins_on_postgresql = sum(
             1 for (d, _), seen in RECORD.seen.items() if d == "postgresql" and seen.twin_of
         )
@@ -379,5 +396,6 @@ def summary_line() -> str:
         f"t-sql: {len(sources)} distinct statements parsed ({parts}; "
         f"{len(UNPARSABLE_BATCHES)} listed unparsable); "
         f"postgresql: {executed_on_postgresql} distinct statements executed "
-        f"({twins_on_postgresql} of them per-dialect, checked through their SQL Server twins)"
+        f"({twins_on_postgresql} of them per-dialect, checked through their SQL Server twins); "
+        f"{calls} executions seen in {seconds:.1f}s"
     )
