@@ -63,7 +63,13 @@ Money = Annotated[
 # pattern and maxLength say so in the document.
 AzureTag = Annotated[
     str,
-    Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$"),
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[^\x00]*$",
+        description="A customer's AzureTag: at most 64 UTF-16 code units (as SQL Server's "
+        "nvarchar(64) counts: a character beyond the BMP is two), no NUL.",
+    ),
     stored_text(AspNetUser.AzureTag),
 ]
 
