@@ -297,11 +297,11 @@ class Sent:
 
 
 def check(world: World, sent: Sent, response: Any) -> None:
-    status, problem = response.status_code, None
+    status = response.status_code
     assert status < 500, (sent, response.text[:500])
     if status >= 400:
         assert response.headers["content-type"] == "application/problem+json", response.text
-        problem = response.json()
+        problem: dict[str, Any] = response.json()
         code = problem["errorCode"]
         assert code in world.declared[sent.operation].get(status, set()), (sent, status, code)
         if code == "VALIDATION_FAILED":
@@ -388,7 +388,7 @@ def draw(data: st.DataObject, defaults: dict[str, str], strategies: dict[str, An
     return Draw(name, values, amount, key)
 
 
-def key_sent(world: World, sent_key: bytes, used: set[str]) -> tuple[bool, bool]:
+def key_sent(sent_key: bytes, used: set[str]) -> tuple[bool, bool]:
     """(valid, first use) of the key as the server reads it."""
     view = header_view(sent_key)
     valid = bool(view.strip()) and len(view) <= 255 and "\x00" not in view
@@ -417,7 +417,7 @@ def send_rail(path: str, operation: str, sign: int) -> Callable[[World, Any], tu
         raw = raw_json(d.values, d.amount)
         account = _uuid(server_view(raw, "accountId"))
         value = amount_value(d.amount)
-        key_valid, first = key_sent(world, d.key, world.keys_of(operation))
+        key_valid, first = key_sent(d.key, world.keys_of(operation))
         valid = account in alice.account_ids and value is not None and key_valid
         funds = frozenset({"INSUFFICIENT_FUNDS"} if sign < 0 else set())
         codes = {
@@ -454,7 +454,7 @@ def send_internal(world: World, data: Any) -> tuple[Sent, Any]:
     got_from = _uuid(server_view(raw, "fromAccountId"))
     got_to = _uuid(server_view(raw, "toAccountId"))
     value = amount_value(d.amount)
-    key_valid, first = key_sent(world, d.key, world.keys_of("internal_transfer"))
+    key_valid, first = key_sent(d.key, world.keys_of("internal_transfer"))
     valid = got_from == source and got_to == target and value is not None and key_valid
     ids = frozenset({"ACCOUNT_NOT_FOUND", "ACCOUNT_FORBIDDEN"})
     codes = {
@@ -542,7 +542,7 @@ def send_transfer(world: World, data: Any) -> tuple[Sent, Any]:
         values["authorizationId"] = str(authorization)
     raw = raw_json(values, d.amount)
     account = _uuid(server_view(raw, "accountId"))
-    key_valid, first = key_sent(world, d.key, world.keys_of("transfer"))
+    key_valid, first = key_sent(d.key, world.keys_of("transfer"))
     valid = (
         account == own
         and server_view(raw, "recipientAzureTag") == bob.tag
