@@ -7,10 +7,9 @@ from fastapi import APIRouter, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from api_funcs.decimal_json import DecimalJSONRoute
-from api_funcs.deps import Chain, Context, CurrentUser
+from api_funcs.deps import Chain, CurrentUser, HostServices
 from api_funcs.pin_schema import Pin
 from api_funcs.problem_docs import error_code_responses
-from shared.identity.pin_service import change_pin, enrol_pin
 
 # The app's one body reader: bytes that are not UTF-8, or JSON nested past the recursion limit,
 # are "not JSON" (400 VALIDATION_FAILED, DESIGN §5), not FastAPI's generic 400.
@@ -55,8 +54,10 @@ class PinOutcome(BaseModel):
         }
     ),
 )
-def pin_enrol(body: PinEnrolment, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:
-    enrol_pin(ctx.engine, ctx.clock, chain, user_id, password=body.password, pin=body.pin)
+def pin_enrol(
+    body: PinEnrolment, user_id: CurrentUser, services: HostServices, _: Chain
+) -> PinOutcome:
+    services.pin_changes.enrol(user_id, password=body.password, pin=body.pin)
     return PinOutcome(status="PinEnrolled")
 
 
@@ -75,14 +76,8 @@ def pin_enrol(body: PinEnrolment, user_id: CurrentUser, ctx: Context, chain: Cha
         }
     ),
 )
-def pin_change(body: PinChange, user_id: CurrentUser, ctx: Context, chain: Chain) -> PinOutcome:
-    change_pin(
-        ctx.engine,
-        ctx.clock,
-        chain,
-        ctx.settings.Pin,
-        user_id,
-        current_pin=body.currentPin,
-        new_pin=body.newPin,
-    )
+def pin_change(
+    body: PinChange, user_id: CurrentUser, services: HostServices, _: Chain
+) -> PinOutcome:
+    services.pin_changes.change(user_id, current_pin=body.currentPin, new_pin=body.newPin)
     return PinOutcome(status="PinChanged")

@@ -121,6 +121,19 @@ def verify_pin(
         session.commit()
 
 
+class PinVerifier:
+    """The step-up PIN check of one host (the mint's and the change's): `verify_pin` on the
+    host's engine, clock and Pin section. Satisfies `shared.money.ports.PinCheck`."""
+
+    def __init__(self, engine: Engine, clock: Clock, pin_settings: PinSettings) -> None:
+        self._engine = engine
+        self._clock = clock
+        self._settings = pin_settings
+
+    def __call__(self, user_id: str, pin: str | None) -> None:
+        verify_pin(self._engine, self._clock, self._settings, user_id, pin)
+
+
 def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
 ) -> str | DomainError:

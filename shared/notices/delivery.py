@@ -16,7 +16,8 @@ most one lease) before its transport, where it used to be read just before it.
 
 The mark is its own short transaction after the transport, on a connection checked out for it:
 no database transaction is held open across file or network I/O; on SQLite the mark begins
-IMMEDIATE, so it queues for the write lock rather than failing to upgrade a read; and the pool's
+IMMEDIATE (a writing unit of work), so it queues for the write lock rather than failing to
+upgrade a read; and the pool's
 pre-ping replaces a connection that died since the last row, where a connection held for the
 whole sweep would fail the one write that must follow a durable file (a file with an unmarked row
 is refused every lease until an operator acts, ADR-0048 D3). Measured, that checkout costs about
@@ -34,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, SubscriberNotice
-from shared.db.uow import unit_of_work
+from shared.db.uow import writing_unit_of_work
 from shared.notices.address import address_problem
 from shared.notices.claim import HeldNotice, NoticeClaim
 from shared.notices.evidence import evidence_finding, evidence_stands
@@ -169,7 +170,7 @@ class NoticeDeliveryRun:
                 notice.id, kind, DeliveryStatus.TRANSPORT_FAILED, detail=failure, finding=finding
             )
 
-        with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
+        with writing_unit_of_work(self._engine) as session:
             marked = self._claim.mark_delivered(
                 session, notice.id, at=self._clock.now(), receipt=receipt
             )

@@ -18,7 +18,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 
 from shared.clock import Clock
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
@@ -147,8 +147,8 @@ class NoticeSweep:
         on_outcome: Callable[[DeliveryOutcome], None] | None,
     ) -> None:
         now = self._clock.now()
-        # SQLite: take the write lock at BEGIN, so the claim queues rather than failing to upgrade.
-        with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
+        # A writing unit: the claim queues for the right to write rather than failing to upgrade.
+        with writing_unit_of_work(self._engine) as session:
             taken = self.claim.take(session, now)
             session.commit()
         summary.lease_until = taken.lease_until

@@ -32,7 +32,7 @@ _IGNORE_LEASE = """
 import sys
 import shared.notices.claim_sql as claim_sql
 claim_sql._is_free = lambda table, now: table.c.DeliveredAt.is_(None)
-from shared.cli.main import main
+from azurebank_cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -22,9 +22,9 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from api_funcs.problems import is_database_unavailable
 from shared.clock import FakeClock
 from shared.db.engine import build_engine, get_engine
+from shared.db.faults import is_unavailable as is_database_unavailable
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
 from tests.money_support import DEPOSIT, MINT, open_bank

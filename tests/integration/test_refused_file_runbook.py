@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from shared.bootstrap import start_function_host
 from shared.db.engine import get_engine
-from shared.notices.function_host import FunctionRelayHost
+from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, load_settings
 from tests.runner_support import CONTACT, notice_state, owe_notices
 from tests.support import CHAIN_KEY
@@ -33,7 +34,7 @@ def runbook_sql(dialect: str) -> str:
     return str(sql)
 
 
-def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, Settings]:
+def _refused(db_url: str, pickup: Path) -> tuple[HostedRelay, uuid.UUID, Settings]:
     settings = load_settings(
         {
             "Database__Url": db_url,
@@ -46,7 +47,7 @@ def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, S
     (notice,) = owe_notices(db_url)
     # A file left by a runner that died before its mark (D3).
     (pickup / f"{notice}.eml").write_bytes(b"left behind\n")
-    host = FunctionRelayHost(settings)
+    host = start_function_host(settings).relay
     summary = host.tick(past_due=False)
     assert summary is not None and summary.refused == 1
     assert notice_state(db_url, notice).delivered_at is None

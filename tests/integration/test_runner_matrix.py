@@ -1,9 +1,9 @@
-"""Issue 4, acceptance 2: `Notices__Runner` ∈ {None, Api, Function} × host ∈ {the Function host,
-`serve`}. Exactly the named host delivers; the other logs the flag's value and delivers nothing;
-None delivers nowhere (ADR-0048 D1, ADR-0051 D4).
+"""ADR-0048 D1, ADR-0051 D4: `Notices__Runner` ∈ {None, Api, Function} × host ∈ {the Function
+host, `serve`}. Exactly the named host delivers; the other logs the flag's value and delivers
+nothing; None delivers nowhere.
 
 Both hosts are driven in-process, as each starts: the Function host as `relay_func` builds it
-(FunctionRelayHost) and one tick; `serve`'s app as `build_served_app` builds it, its relay
+(start_function_host) and one tick; `serve`'s app as `build_served_app` builds it, its relay
 started, one sweep, stopped. Real SQLite and PostgreSQL, a real pickup directory under tmp_path
 (outside any git tree).
 """
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.cli.serve import build_served_app
-from shared.notices.function_host import FunctionRelayHost
+from api_funcs.served import build_served_app
+from shared.bootstrap import start_function_host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.runner_support import CONTACT, connection_attempts, notice_state, owe_notices
@@ -42,7 +42,7 @@ def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
 
 
 def _drive_function_host(settings: Settings) -> None:
-    FunctionRelayHost(settings).tick(past_due=False)
+    start_function_host(settings).relay.tick(past_due=False)
 
 
 def _drive_serve(settings: Settings) -> None:

@@ -23,7 +23,7 @@ from shared.audit.chain import AuditChain
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.errors import DomainError
 from shared.identity.pins import verify_pin
 from shared.money.applock_sql import DailyLimitLock
@@ -234,7 +234,7 @@ def test_a_held_write_lock_on_sqlite_answers_503_lock_timeout(sqlite_url: str) -
         tag = session.get_one(AspNetUser, payee.user_id).AzureTag
     grant = s.mint.mint(payer.user_id, MintRequest(payer.account_ids[0], tag, Decimal(10), PIN))
     order = TransferOrder(payer.account_ids[0], tag, Decimal(10), grant.authorization_id)
-    with unit_of_work(s.engine, sqlite_begin="IMMEDIATE") as holder:
+    with writing_unit_of_work(s.engine) as holder:
         holder.connection()  # BEGIN IMMEDIATE: the write lock is held
         started = time.monotonic()
         with pytest.raises(DomainError) as refused:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.cli import exits
-from shared.cli.main import main
+from azurebank_cli import exits
+from azurebank_cli.main import main
 from shared.settings import check_host, load_settings
 from tests.support import CHAIN_KEY, run_python
 

@@ -13,4 +13,4 @@ def run_audit_verify(
     settings = {"Database__Url": url}
     if key is not None:
         settings["Audit__ChainKey"] = key
-    return run_python("-m", "shared.cli", "audit", "verify", *args, settings=settings)
+    return run_python("-m", "azurebank_cli", "audit", "verify", *args, settings=settings)

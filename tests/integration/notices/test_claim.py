@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, select, text
 
 from shared.clock import FakeClock
 from shared.db.schema import SubscriberNotice
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
 from tests.integration.notices.conftest import (
@@ -44,7 +44,7 @@ def test_D2_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
 ) -> None:
     owed = owed_notices(engine, 3)
     # Runner A claims and then dies holding its rows.
-    with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+    with writing_unit_of_work(engine) as session:
         taken = NoticeClaim(A, lease_seconds=120, batch_size=100).take(session, clock.now())
         session.commit()
     assert len(taken.claimed_ids) == 3
@@ -142,7 +142,7 @@ def test_D2_one_claim_never_stamps_more_than_it_was_asked_for(
     # outer row and stamped 5 of 5 rows for a limit of 3; the claim picks its rows once.
     owed_notices(engine, 50)
     for limit in (1, 3, 10):
-        with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+        with writing_unit_of_work(engine) as session:
             claim = NoticeClaim(f"verb/h/1/{limit:08x}", lease_seconds=120, batch_size=limit)
             assert len(claim.take(session, clock.now()).claimed_ids) == limit
             session.commit()
@@ -180,7 +180,7 @@ def test_D2_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_nam
     owed = owed_notices(engine, 3)
     clock.advance(timedelta(milliseconds=700))
 
-    with unit_of_work(engine, sqlite_begin="IMMEDIATE") as session:
+    with writing_unit_of_work(engine) as session:
         claim = NoticeClaim(A, lease_seconds=120, batch_size=100)
         taken = claim.take(session, clock.now())
         session.commit()

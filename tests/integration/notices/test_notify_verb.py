@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from shared.cli import exits
-from shared.cli.main import main
+from azurebank_cli import exits
+from azurebank_cli.main import main
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
 from tests.integration.notices.conftest import (
@@ -257,7 +257,7 @@ def test_notices_status_shows_owed_rows_their_holders_and_the_oldest_owed_rows_a
 
 
 def _process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return run_python("-m", "shared.cli", *args, settings=env)
+    return run_python("-m", "azurebank_cli", *args, settings=env)
 
 
 @pytest.mark.e2e

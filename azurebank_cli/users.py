@@ -8,10 +8,9 @@ import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from shared.cli import exits
-from shared.cli.runtime import database_url, whole_number
-from shared.clock import SystemClock
-from shared.db.engine import get_engine
+from azurebank_cli import exits
+from azurebank_cli.runtime import whole_number
+from shared.bootstrap import open_services
 from shared.db.uow import unit_of_work
 from shared.identity.users import UserExists, add_user
 from shared.notices.address import address_problem
@@ -94,12 +93,12 @@ def register(sub: Any) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    with unit_of_work(get_engine(database_url(settings))) as session:
+    services = open_services(load_settings())
+    with unit_of_work(services.engine) as session:
         try:
             user = add_user(
                 session,
-                SystemClock(),
+                services.clock,
                 email=args.email,
                 password=args.password,
                 azure_tag=args.azure_tag,

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from shared.cli import exits
-from shared.cli.runtime import whole_number
+from azurebank_cli import exits
+from azurebank_cli.runtime import whole_number
 from shared.clock import SystemClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import load_settings

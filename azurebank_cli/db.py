@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shared.cli import exits
-from shared.cli.runtime import database_url
+from azurebank_cli import exits
+from shared.bootstrap import database_url
 from shared.db import migrate
 from shared.settings import load_settings
 
@@ -19,6 +19,6 @@ def register(sub: Any) -> None:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    migrate.upgrade(database_url(load_settings()))
+    migrate.upgrade(database_url(load_settings(), local_default=True))
     print("database upgraded to head")
     return exits.OK

@@ -6,10 +6,10 @@ import argparse
 from datetime import timedelta
 from typing import Any
 
-from shared.cli import exits
-from shared.cli.runtime import database_url, holder_json, print_report
-from shared.clock import SystemClock, utc_text
-from shared.db.engine import get_engine
+from azurebank_cli import exits
+from azurebank_cli.runtime import holder_json, print_report
+from shared.bootstrap import open_services
+from shared.clock import utc_text
 from shared.db.uow import unit_of_work
 from shared.notices.status import OwedStatus, read_owed_status
 from shared.settings import load_settings
@@ -28,10 +28,9 @@ def register(sub: Any) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    clock = SystemClock()
-    with unit_of_work(get_engine(database_url(settings))) as session:
-        status = read_owed_status(session, clock.now())
+    services = open_services(load_settings())
+    with unit_of_work(services.engine) as session:
+        status = read_owed_status(session, services.clock.now())
     print_report(status, as_json=args.json, document=_as_json, lines=_lines)
     return exits.OK
 

@@ -1,5 +1,4 @@
-"""What the commands share: the database URL fallback (DESIGN §4), bounded whole-number
-arguments, and how a report is printed."""
+"""What the commands share: bounded whole-number arguments, and how a report is printed."""
 
 from __future__ import annotations
 
@@ -10,16 +9,8 @@ from typing import Any, TypeVar
 
 from shared.clock import utc_text
 from shared.notices.status import LeaseHolder
-from shared.settings import Settings
 
 T = TypeVar("T")
-
-# DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
-DEFAULT_DATABASE_URL = "sqlite:///azurebank.db"
-
-
-def database_url(settings: Settings) -> str:
-    return settings.Database.Url or DEFAULT_DATABASE_URL
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:

@@ -9,12 +9,11 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.audit.chain import AuditChain
+from azurebank_cli import exits
+from azurebank_cli.runtime import print_report
+from azurebank_cli.terminal import shows_progress
 from shared.audit.verify import ChainReport, walk_chain
-from shared.cli import exits
-from shared.cli.runtime import database_url, print_report
-from shared.cli.terminal import shows_progress
-from shared.db.engine import get_engine
+from shared.bootstrap import open_services
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
 
@@ -40,11 +39,11 @@ def _progress(rows: int) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    chain = AuditChain.from_settings(settings)  # SettingsError → exit 78, naming the key
+    services = open_services(load_settings())
+    chain = services.require_audit_chain()  # SettingsError → exit 78, naming the key
     interactive = shows_progress() and not args.json
     try:
-        with unit_of_work(get_engine(database_url(settings))) as session:
+        with unit_of_work(services.engine) as session:
             report = walk_chain(session, chain, progress=_progress if interactive else None)
     except SQLAlchemyError as exc:
         # The type only: a driver's message can carry the URL or parameters.

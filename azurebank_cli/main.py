@@ -1,4 +1,4 @@
-"""`azurebank`: one parser, one module per command group, exit codes from shared.cli.exits."""
+"""`azurebank`: one parser, one module per command group, exit codes from azurebank_cli.exits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.cli import audit, db, exits, notices, notify, serve, token, users
+from azurebank_cli import audit, db, exits, notices, notify, serve, token, users
 from shared.settings import SettingsError
 
 COMMAND_MODULES = (db, users, token, serve, notify, notices, audit)

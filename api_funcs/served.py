@@ -1,0 +1,49 @@
+"""The app as `azurebank serve` runs it under uvicorn: the one FastAPI app with the Api runner's
+loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from shared.bootstrap import hosted_relay
+from shared.clock import Clock
+from shared.notices.relay_loop import NoticeRelayService
+from shared.settings import Settings
+
+
+def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
+    """The app with the relay loop in its lifespan. The loop is always registered (D1), so
+    every API host reads the flag and says what it does. A refused set (ADR-0048 D6) or a
+    driver this install lacks is SettingsError here, before anything is served (exit 78)."""
+    services, relay = hosted_relay("api", settings, clock=clock)
+    # Built now, not connected: a driver this install lacks is exit 78 here, not a 500 a request.
+    app = create_app(AppContext.of(services()))
+    attach_relay(app, NoticeRelayService(relay))
+    return app
+
+
+def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
+    """Start the relay after the app's own startup and stop it before the app's shutdown."""
+    app.state.notice_relay = relay
+    app.router.lifespan_context = _with_relay(app.router.lifespan_context, relay)
+
+
+def _with_relay(
+    inner: Callable[[Any], AbstractAsyncContextManager[Any]], relay: NoticeRelayService
+) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            relay.start()
+            try:
+                yield state
+            finally:
+                await relay.stop()
+
+    return lifespan
