@@ -11,20 +11,18 @@ from fastapi import FastAPI
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from shared.bootstrap import hosted_relay
+from shared.bootstrap import start_api_host
 from shared.clock import Clock
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings
 
 
 def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
-    """The app with the relay loop in its lifespan. The loop is always registered (D1), so
-    every API host reads the flag and says what it does. A refused set (ADR-0048 D6) or a
-    driver this install lacks is SettingsError here, before anything is served (exit 78)."""
-    services, relay = hosted_relay("api", settings, clock=clock)
-    # Built now, not connected: a driver this install lacks is exit 78 here, not a 500 a request.
-    app = create_app(AppContext.of(services()))
-    attach_relay(app, NoticeRelayService(relay))
+    """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
+    this install lacks is SettingsError here, before anything is served (exit 78)."""
+    services, relay = start_api_host(settings, clock=clock)
+    app = create_app(AppContext.of(services))
+    attach_relay(app, relay)
     return app
 
 

@@ -9,6 +9,7 @@ or Azure type appears here: the edges translate, `shared` decides.
     bootstrap(settings, engine, clock, runner=…)   every service, and the notice sweep of a runner
     open_services(settings, clock=…, …)            the same, on the cached engine of the host's URL
     hosted_relay(kind, settings)                   a hosted host's services and its HostedRelay
+    start_api_host(settings)                       `serve`'s services and its relay loop
     start_function_host(settings)                  the Functions host: composed, its relay announced
     function_host()                                that, once per process, from the environment
 """
@@ -36,6 +37,7 @@ from shared.money.ports import AuditAppender
 from shared.money.rails import AccountRails
 from shared.money.transfers import TransferService
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.relay_loop import NoticeRelayService
 from shared.notices.runner_name import make_runner_name, runner_kind
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport, transport_from_settings
@@ -252,6 +254,16 @@ class FunctionHost:
 
     services: LazyServices
     relay: HostedRelay
+
+
+def start_api_host(
+    settings: Settings, *, clock: Clock | None = None
+) -> tuple[Services, NoticeRelayService]:
+    """The API host `serve` runs: its services, built now (a driver this install lacks is
+    SettingsError here, exit 78, not a 500 a request), and its relay loop, always registered
+    (ADR-0048 D1) so every API host reads the flag and says what it does."""
+    services, relay = hosted_relay("api", settings, clock=clock)
+    return services(), NoticeRelayService(relay)
 
 
 def start_function_host(settings: Settings, *, clock: Clock | None = None) -> FunctionHost:
