@@ -156,13 +156,13 @@ class NoticeSweep:
         summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
             # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
-            held = self._delivery.read_held(session)
+            held = self.claim.held(session)
             summary.other_holders = lease_holders(
                 session, now, live_only=True, excluding=self.runner
             )
         summary.held = len(held)
 
-        for position, (notice, particulars) in enumerate(held):
+        for position, notice in enumerate(held):
             if self._clock.now() >= taken.lease_until:
                 # D2: a sweep that outlives its own lease stops delivering and says so; another
                 # runner may already have taken these rows over.
@@ -179,7 +179,7 @@ class NoticeSweep:
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice, particulars)
+            outcome = self._delivery.deliver(notice)
             _count(summary, outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
