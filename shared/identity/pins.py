@@ -118,7 +118,8 @@ def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
 ) -> str | DomainError:
     """Count one attempt, atomically and only while below the limit; return the hash to check,
-    or the rung that applies when no attempt may be made. Does not commit."""
+    or the rung that applies when no attempt may be made. Does not commit. Kept whole: the one
+    conditional UPDATE and the state read after it are the reservation (module docstring)."""
     limit = pin_settings.MaxFailedAttempts
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     count = AspNetUser.PinAccessFailedCount

@@ -135,7 +135,8 @@ class TransferService:
         on_success: SuccessHook | None,
     ) -> TransferReceipt:
         """One attempt inside the unit of work that opened with the application lock (D5):
-        the parties and the day, the audit row, the money, the spend, the success hook."""
+        the parties and the day, the audit row, the money, the spend, the success hook. Kept
+        whole because the lock order (tail before rows) is read here, in one place."""
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
         now = self._clock.now()
