@@ -1,44 +1,37 @@
-"""What every request needs, built once per host and handed to the FastAPI app: settings, the
-one clock, and the engine (built lazily, on the first request that needs it)."""
+"""What every request reads, built once per host and handed to the FastAPI app: the host's
+services from the composition root (shared.bootstrap), built on the first request that needs
+them, or handed in already built by the host that started the app."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from sqlalchemy import Engine
-
-from shared.audit.chain import AuditChain
+from shared.bootstrap import Services, open_services
 from shared.clock import Clock, SystemClock
-from shared.db.engine import get_engine
-from shared.identity.tokens import TokenVerifier
-from shared.settings import Settings, SettingsError, fix_for
+from shared.settings import Settings
 
 
 @dataclass
 class AppContext:
     settings: Settings
     clock: Clock = field(default_factory=SystemClock)
-    # `serve` passes its command-line default here (shared.cli.runtime.database_url); the
-    # Functions host passes nothing and never falls back to a local file (DESIGN §4).
+    # A test's database; otherwise Database__Url. The Functions host has no local default and
+    # never falls back to a file (DESIGN §4); `serve` hands its services in (`of`).
     database_url: str | None = None
 
-    @property
-    def url(self) -> str:
-        url = self.database_url or self.settings.Database.Url
-        if url is None:
-            raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
-        return url
-
-    @property
-    def engine(self) -> Engine:
-        return get_engine(self.url)
+    @classmethod
+    def of(cls, services: Services) -> AppContext:
+        """The context of a host that built its services already (serve, the Functions host)."""
+        context = cls(services.settings, services.clock)
+        context.__dict__["services"] = services
+        return context
 
     @cached_property
-    def token_verifier(self) -> TokenVerifier:
-        return TokenVerifier(self.settings, self.clock)
-
-    @cached_property
-    def audit_chain(self) -> AuditChain:
-        """The chain under Audit__ChainKey; SettingsError (not cached) while the key is unset."""
-        return AuditChain.from_settings(self.settings)
+    def services(self) -> Services:
+        return open_services(
+            self.settings,
+            clock=self.clock,
+            database_url_override=self.database_url,
+            local_default=False,
+        )

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
 from shared.audit.chain import AuditChain, AuditChainUnavailable
+from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
@@ -31,22 +32,30 @@ def get_context(request: Request) -> AppContext:
 Context = Annotated[AppContext, Depends(get_context)]
 
 
-def get_audit_chain(ctx: Context) -> AuditChain:
+def get_services(ctx: Context) -> Services:
+    return ctx.services
+
+
+HostServices = Annotated[Services, Depends(get_services)]
+
+
+def require_audit_chain(services: HostServices) -> AuditChain:
     """The host's AuditChain; 503 AUDIT_CHAIN_UNAVAILABLE while Audit__ChainKey is unset (the
-    log line names the key and the fix, never a value)."""
+    log line names the key and the fix, never a value). A dependency of every audited
+    operation, after the caller's, so an unauthenticated request is still 401."""
     try:
-        return ctx.audit_chain
+        return services.require_audit_chain()
     except SettingsError as exc:
         log.error("%s", exc)
         raise AuditChainUnavailable from None
 
 
-Chain = Annotated[AuditChain, Depends(get_audit_chain)]
+Chain = Annotated[AuditChain, Depends(require_audit_chain)]
 
 
-def get_session(ctx: Context) -> Iterator[Session]:
+def get_session(services: HostServices) -> Iterator[Session]:
     """A unit of work for one request; it rolls back unless the handler commits."""
-    with unit_of_work(ctx.engine) as session:
+    with unit_of_work(services.engine) as session:
         yield session
 
 
@@ -63,7 +72,7 @@ BEARER = HTTPBearer(
 BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
-def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
+def current_user_id(credentials: BearerCredentials, services: HostServices) -> str:
     """The caller, from a verified bearer token only; 401 UNAUTHENTICATED otherwise, with
     nothing about why beyond what the caller may know. Sync: JWKS fetches block."""
     if credentials is None:
@@ -71,10 +80,10 @@ def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
     try:
         # The verifier refuses any `sub` no database can store and compare (claims.user_id)
         # before it reaches this query.
-        claimed = ctx.token_verifier.verify(credentials.credentials)
+        claimed = services.tokens.verify(credentials.credentials)
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
-    with unit_of_work(ctx.engine) as session:
+    with unit_of_work(services.engine) as session:
         # Exact on SQL Server too, whose collation would match another case (docs/database.md).
         stored = session.scalar(select(AspNetUser.Id).where(exact_equals(AspNetUser.Id, claimed)))
     if stored is None:

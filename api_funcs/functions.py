@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from shared.settings import function_host_settings
+from shared.bootstrap import function_host
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,9 @@ OPERATIONS: tuple[Operation, ...] = (
 @functools.cache
 def _asgi() -> func.AsgiMiddleware:
     # Built on the first request, never at import: importing function_app.py opens nothing.
-    # The settings are the ones the host checked at start (relay_func's import).
-    app: FastAPI = create_app(AppContext(function_host_settings()))
+    # The services are the host's one set (shared.bootstrap), from the settings it checked at
+    # start (relay_func's import), shared with the timer Function.
+    app: FastAPI = create_app(AppContext.of(function_host().services()))
     return func.AsgiMiddleware(app)
 
 

@@ -23,10 +23,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
+from shared.db.faults import is_unavailable
 from shared.errors import DomainError, Fault
 
 PROBLEM_JSON = "application/problem+json"
@@ -41,17 +42,6 @@ class DatabaseUnavailable(Fault):
     error_code = "DATABASE_UNAVAILABLE"
     title = "The database is unavailable; nothing changed. Try again shortly."
     retry_after = 5
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """A connection-level failure, not a statement's: an OperationalError or InterfaceError
-    raised while connecting (SQLAlchemy wraps those with no statement), or any driver error on
-    a connection SQLAlchemy judged dead (`connection_invalidated`: the server went away)."""
-    if not isinstance(exc, DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    return isinstance(exc, OperationalError | InterfaceError) and exc.statement is None
 
 
 def stack_of(exc: BaseException, limit: int = 40) -> str:
@@ -165,7 +155,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
         # Answered here, so the exception never reaches the server's own error log (above).
         trace = trace_id_of(request)
-        if is_database_unavailable(exc):
+        if is_unavailable(exc):
             log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
             unavailable = DatabaseUnavailable()
             return problem_response(

@@ -28,13 +28,13 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, create_engine, insert, select, text, update
 from sqlalchemy.engine import make_url
 
+from shared.bootstrap import bootstrap
 from shared.clock import SystemClock
 from shared.db import migrate
 from shared.db.engine import build_engine
 from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
 from shared.notices.render import render_notice
-from shared.notices.sweep import NoticeSweep
-from shared.notices.transports import PickupDirectoryTransport
+from shared.settings import load_settings
 
 ADMIN_URL = os.environ.get(
     "AZUREBANK_BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -146,15 +146,16 @@ def _floor(engine: Engine, ids: list[uuid.UUID], directory: str) -> float:
 
 def _relay(engine: Engine, count: int, directory: str, batch: int) -> float:
     """One runner's sweeps until nothing is free; rows per second."""
-    sweep = NoticeSweep(
-        engine,
-        SystemClock(),
-        PickupDirectoryTransport(directory),
-        runner=f"function/bench/{os.getpid()}/{uuid.uuid4().hex[:8]}",
-        lease_seconds=120,
-        batch_size=batch,
-        contact="AzureBank security desk, +44 20 7946 0000",
+    settings = load_settings(
+        {
+            "Notices__PickupDirectory": directory,
+            "Notices__BatchSize": str(batch),
+            "Notices__Contact": "AzureBank security desk, +44 20 7946 0000",
+        }
     )
+    runner = f"function/bench/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+    sweep = bootstrap(settings, engine, SystemClock(), runner=runner).sweep
+    assert sweep is not None
     delivered = 0
     started = time.perf_counter()
     while True:

@@ -28,7 +28,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
-from shared.audit.chain import AuditChain
+from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.db import migrate
 from shared.db.engine import build_engine
@@ -38,6 +38,7 @@ from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
 from shared.money.transfers import TransferOrder, TransferService
+from shared.settings import load_settings
 
 ADMIN_URL = os.environ.get(
     "AZUREBANK_BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -210,8 +211,13 @@ def main() -> None:
         rng = random.Random(7)
         users = _seed_users(engine, args.users)
         clock = FakeClock(DAY)
-        limit = DailyOutflowLimit(Decimal("99999"), clock)
-        chain = AuditChain(base64.b64decode(base64.b64encode(b"b" * 32)))
+        settings = load_settings(
+            {
+                "Database__Url": url,
+                "Audit__ChainKey": base64.b64encode(b"b" * 32).decode(),
+                "DailyLimit__Amount": "99999",
+            }
+        )
         print(
             f"transfers: {args.users} users, {args.clients} clients, {args.transfers} transfers "
             "per run, service layer (TransferService.transfer), PostgreSQL"
@@ -219,9 +225,8 @@ def main() -> None:
         rates: dict[bool, list[float]] = {True: [], False: []}
         # Alternate the two modes twice, so drift on a shared machine hits both alike.
         for enabled in (True, False, True, False):
-            service = TransferService(
-                engine, clock, limit, DailyLimitLock(10, enabled=enabled), chain
-            )
+            lock = DailyLimitLock(10, enabled=enabled)
+            service = bootstrap(settings, engine, clock, daily_limit_lock=lock).transfers
             orders = _orders(engine, users, args.transfers, rng)
             rate, refused = _throughput(service, orders, args.clients)
             rates[enabled].append(rate)

@@ -2,18 +2,18 @@
 `Notices__Runner=Function`, nothing otherwise.
 
 Importing this module is the host's start: the settings are read and checked for this host
-(ADR-0048 D6, ADR-0051 D3), so a refused set raises SettingsError naming the key and the fix and
-the host loads no function. Nothing connects here; the engine is built on the first tick.
+(ADR-0048 D6, ADR-0051 D3) and its services composed (shared.bootstrap.function_host), so a
+refused set raises SettingsError naming the key and the fix and the host loads no function.
+Nothing connects here; the engine connects on the first tick.
 """
 
 from __future__ import annotations
 
 import azure.functions as func
 
-from shared.notices.function_host import FunctionRelayHost
-from shared.settings import function_host_settings
+from shared.bootstrap import function_host
 
-host = FunctionRelayHost(function_host_settings())
+host = function_host().relay
 
 bp = func.Blueprint()
 

@@ -65,13 +65,13 @@ import sys
 
 from sqlalchemy import select
 
-from shared.cli.runtime import database_url
+from shared.bootstrap import database_url
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.settings import load_settings
 
 user_id = json.load(open(sys.argv[1]))["userId"]
-with get_engine(database_url(load_settings())).connect() as conn:
+with get_engine(database_url(load_settings(), local_default=True)).connect() as conn:
     found = conn.scalar(select(AspNetUser.Id).where(AspNetUser.Id == user_id))
 sys.exit(0 if found else 1)
 PY

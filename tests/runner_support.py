@@ -1,4 +1,4 @@
-"""Helpers for the runner tests (issue 4): owed notices in a real database, and reading them back.
+"""Helpers for the runner tests: owed notices in a real database, and reading them back.
 
 Each call makes its own user (unique tag), so tests sharing a database never see each other's
 notices unless they count the whole table (those use a database of their own).
@@ -7,7 +7,7 @@ notices unless they count the whole table (those use a database of their own).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,9 +18,11 @@ from sqlalchemy import Engine, event, func, insert, select
 from shared.db.engine import get_engine
 from shared.db.schema import NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.runner_name import make_runner_name
+from shared.settings import Settings, require_host
 from tests.support import make_user
 
-CONTACT = "AzureBank support, +1 555 0100"
 _NOTICES = SubscriberNotice.__table__
 
 
@@ -82,3 +84,30 @@ def connection_attempts() -> Iterator[list[str]]:
         yield attempts
     finally:
         event.remove(Engine, "do_connect", record)
+
+
+class FakeSweep:
+    """Stands in for a NoticeSweep where only a host's loop or tick is under test: each run calls
+    `work` (the sweep's own protocol is tested on real databases elsewhere)."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self._work = work
+
+    def run(self) -> Any:
+        return self._work()
+
+
+def hosted(kind: HostedKind, settings: Settings, work: Callable[[], Any]) -> HostedRelay:
+    """A HostedRelay as `shared.bootstrap.hosted_relay` builds it (settings checked, the flag
+    read once), with `work` in place of the sweep when the flag names this kind."""
+    require_host(settings, kind)
+    if not is_named(settings, kind):
+        return HostedRelay(kind, settings)
+    sweep = FakeSweep(work)
+    return HostedRelay(
+        kind,
+        settings,
+        runner=make_runner_name(kind),
+        target="pickup directory (Notices__PickupDirectory)",
+        sweep=lambda: sweep,
+    )

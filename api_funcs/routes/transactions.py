@@ -3,7 +3,6 @@ allowance read. Handlers parse, call `shared.money`, and render; every rule live
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -12,9 +11,8 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
-from api_funcs.context import AppContext
 from api_funcs.decimal_json import DecimalJSONRoute
-from api_funcs.deps import Chain, Context, CurrentUser
+from api_funcs.deps import Chain, CurrentUser, HostServices
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.money_schemas import (
     AccountAmountBody,
@@ -29,103 +27,94 @@ from api_funcs.money_schemas import (
     TransferResponse,
     cents,
 )
-from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempotency_key_parameter
-from shared.audit.chain import AuditChain
+from api_funcs.problem_docs import (
+    REPLAYED_HEADER,
+    Refusals,
+    error_code_responses,
+    idempotency_key_parameter,
+)
+from shared.audit.chain import AuditChainUnavailable
+from shared.bootstrap import Services
 from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError
-from shared.identity.pins import verify_pin
-from shared.money.applock_sql import DailyLimitLock
-from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import MAX_KEY_LENGTH, IdempotencyKeys, StoredResponse
-from shared.money.mint import MintRequest, TransferMint
+from shared.errors import DomainError, Unauthenticated, ValidationFailed
+from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
+from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse
+from shared.money.mint import MintRequest
 from shared.money.rails import AccountRails
-from shared.money.refusals import IdempotencyKeyRequired
-from shared.money.transfers import SuccessHook, TransferOrder, TransferService
+from shared.money.refusals import (
+    AccountForbidden,
+    AccountNotFound,
+    AuthorizationExpired,
+    AuthorizationInvalid,
+    AuthorizationRequired,
+    ConcurrencyConflict,
+    DailyLimitExceeded,
+    IdempotencyInProgress,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    InsufficientFunds,
+    LockTimeout,
+    PayeeInvalid,
+    PayeeNotFound,
+)
+from shared.money.transfers import SuccessHook, TransferOrder
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
-# The errorCodes each operation can answer, by status (DESIGN §5; the document declares them).
-_BEARER = {401: ["UNAUTHENTICATED"]}
-_BODY = {400: ["VALIDATION_FAILED"]}
-_IDEMPOTENT = {
-    400: ["VALIDATION_FAILED", "IDEMPOTENCY_KEY_REQUIRED"],
-    409: ["IDEMPOTENCY_IN_PROGRESS"],
-    422: ["IDEMPOTENCY_KEY_REUSED"],
-    # AUDIT_CHAIN_UNAVAILABLE: Audit__ChainKey unset, or the chain's tail row missing.
-    503: ["LOCK_TIMEOUT", "CONCURRENCY_CONFLICT", "AUDIT_CHAIN_UNAVAILABLE"],
-}
+# The refusals each operation can raise, in ADR-0050's rung order, then what every operation of
+# its kind can answer (DESIGN §5; the document is derived from these classes).
+_BEARER: Refusals = (Unauthenticated,)
+_IDEMPOTENT: Refusals = (
+    ValidationFailed,
+    IdempotencyKeyRequired,
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
+    LockTimeout,
+    ConcurrencyConflict,
+    # Audit__ChainKey unset, or the chain's tail row missing.
+    AuditChainUnavailable,
+)
+_ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
 
-
-def _merge(*tables: dict[int, list[str]]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for table in tables:
-        for status, codes in table.items():
-            out.setdefault(status, []).extend(codes)
-    return out
-
-
-ERROR_CODES: dict[str, dict[int, list[str]]] = {
-    # ADR-0050's rung table, then what every operation of its kind can answer.
-    "mint": _merge(
-        _BODY,
-        _BEARER,
-        {
-            404: ["ACCOUNT_NOT_FOUND", "PAYEE_NOT_FOUND"],
-            403: ["ACCOUNT_FORBIDDEN"],
-            422: ["PAYEE_INVALID", "DAILY_LIMIT_EXCEEDED", "PIN_REQUIRED"],
-            401: ["INVALID_PIN"],
-            429: ["PIN_LOCKED"],
-        },
+REFUSALS: dict[str, Refusals] = {
+    "mint": (
+        ValidationFailed,
+        *_BEARER,
+        AccountNotFound,
+        PayeeNotFound,
+        AccountForbidden,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        PinRequired,
+        InvalidPin,
+        PinLocked,
     ),
-    "transfer": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {
-            401: ["AUTHORIZATION_REQUIRED", "AUTHORIZATION_EXPIRED", "AUTHORIZATION_INVALID"],
-            404: ["PAYEE_NOT_FOUND"],
-            422: ["PAYEE_INVALID", "DAILY_LIMIT_EXCEEDED", "INSUFFICIENT_FUNDS"],
-        },
+    "transfer": (
+        *_IDEMPOTENT,
+        *_BEARER,
+        AuthorizationRequired,
+        AuthorizationExpired,
+        AuthorizationInvalid,
+        PayeeNotFound,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        InsufficientFunds,
     ),
-    "internal_transfer": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"], 422: ["INSUFFICIENT_FUNDS"]},
-    ),
-    "deposit": _merge(
-        _IDEMPOTENT, _BEARER, {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"]}
-    ),
-    "withdrawal": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"], 422: ["INSUFFICIENT_FUNDS"]},
-    ),
-    "allowance": dict(_BEARER),
+    "internal_transfer": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
+    "deposit": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT),
+    "withdrawal": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
+    "allowance": _BEARER,
 }
 
 
 def _responses(operation: str, success: int, model: type[Any], *, replayable: bool) -> Any:
-    responses: dict[int | str, dict[str, Any]] = error_code_responses(ERROR_CODES[operation])
+    responses: dict[int | str, dict[str, Any]] = error_code_responses(REFUSALS[operation])
     ok: dict[str, Any] = {"model": model, "description": "Done."}
     if replayable:
         ok["headers"] = REPLAYED_HEADER
     responses[success] = ok
     return responses
-
-
-# --- collaborators, built per request from the host's context ----------------------------------
-
-
-def _limit(ctx: AppContext) -> DailyOutflowLimit:
-    return DailyOutflowLimit(ctx.settings.DailyLimit.Amount, ctx.clock)
-
-
-def _lock_timeout(ctx: AppContext) -> int:
-    return ctx.settings.DailyLimit.LockTimeoutSeconds
-
-
-def _rails(ctx: AppContext, chain: AuditChain) -> AccountRails:
-    return AccountRails(ctx.engine, ctx.clock, chain, busy_timeout_seconds=_lock_timeout(ctx))
 
 
 # --- what every idempotent money operation does (ADR-0009) -------------------------------------
@@ -206,7 +195,7 @@ class MoneyOperation:
 
     def once(
         self,
-        ctx: AppContext,
+        services: Services,
         request: Request,
         user_id: str,
         body: BaseModel,
@@ -215,8 +204,7 @@ class MoneyOperation:
         """Run `move(on_success)` at most once per key: its hook stores the rendered receipt in
         the money's own transaction; a retry answers that text with Idempotency-Replayed."""
         key = _idempotency_key(request)
-        keys = IdempotencyKeys(ctx.engine, ctx.clock, lock_timeout_seconds=_lock_timeout(ctx))
-        stored, replayed = keys.run(
+        stored, replayed = services.idempotency.run(
             user_id,
             self.name,
             key,
@@ -267,40 +255,41 @@ WITHDRAWAL = MoneyOperation(
     response_model=None,
     responses=_responses("mint", 201, MintResponse, replayable=False),
 )
-def mint(body: MintBody, user_id: CurrentUser, ctx: Context) -> ExactJSONResponse:
-    service = TransferMint(
-        ctx.engine,
-        ctx.clock,
-        _limit(ctx),
-        functools.partial(verify_pin, ctx.engine, ctx.clock, ctx.settings.Pin),
-        authorization_seconds=ctx.settings.Transfers.AuthorizationSeconds,
-    )
+def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
-    return ExactJSONResponse(MintResponse.body(service.mint(user_id, request)), status_code=201)
+    grant = services.mint.mint(user_id, request)
+    return ExactJSONResponse(MintResponse.body(grant), status_code=201)
 
 
 @TRANSFER.route()
 def transfer(
-    request: Request, body: TransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
+    request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices, _: Chain
 ) -> Response:
     order = TransferOrder(
         body.accountId, body.recipientAzureTag, cents(body.amount), body.authorizationId
     )
-    lock = DailyLimitLock(_lock_timeout(ctx))
-    service = TransferService(ctx.engine, ctx.clock, _limit(ctx), lock, chain)
+    transfers = services.transfers
     return TRANSFER.once(
-        ctx, request, user_id, body, lambda hook: service.transfer(user_id, order, on_success=hook)
+        services,
+        request,
+        user_id,
+        body,
+        lambda hook: transfers.transfer(user_id, order, on_success=hook),
     )
 
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request, body: InternalTransferBody, user_id: CurrentUser, ctx: Context, chain: Chain
+    request: Request,
+    body: InternalTransferBody,
+    user_id: CurrentUser,
+    services: HostServices,
+    _: Chain,
 ) -> Response:
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
-    rails = _rails(ctx, chain)
+    rails = services.rails
     return INTERNAL_TRANSFER.once(
-        ctx,
+        services,
         request,
         user_id,
         body,
@@ -317,13 +306,12 @@ def _one_account(
     request: Request,
     body: AccountAmountBody,
     user_id: str,
-    ctx: AppContext,
-    chain: AuditChain,
+    services: Services,
 ) -> Response:
     amount = cents(body.amount)
-    rails = _rails(ctx, chain)
+    rails = services.rails
     return operation.once(
-        ctx,
+        services,
         request,
         user_id,
         body,
@@ -333,16 +321,24 @@ def _one_account(
 
 @DEPOSIT.route()
 def deposit(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
+    request: Request,
+    body: AccountAmountBody,
+    user_id: CurrentUser,
+    services: HostServices,
+    _: Chain,
 ) -> Response:
-    return _one_account(DEPOSIT, AccountRails.deposit, request, body, user_id, ctx, chain)
+    return _one_account(DEPOSIT, AccountRails.deposit, request, body, user_id, services)
 
 
 @WITHDRAWAL.route()
 def withdrawal(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, ctx: Context, chain: Chain
+    request: Request,
+    body: AccountAmountBody,
+    user_id: CurrentUser,
+    services: HostServices,
+    _: Chain,
 ) -> Response:
-    return _one_account(WITHDRAWAL, AccountRails.withdrawal, request, body, user_id, ctx, chain)
+    return _one_account(WITHDRAWAL, AccountRails.withdrawal, request, body, user_id, services)
 
 
 @router.get(
@@ -353,7 +349,7 @@ def withdrawal(
     response_model=None,
     responses=_responses("allowance", 200, AllowanceResponse, replayable=False),
 )
-def allowance(user_id: CurrentUser, ctx: Context) -> ExactJSONResponse:
-    with unit_of_work(ctx.engine) as session:
-        today = _limit(ctx).allowance(session, user_id)
+def allowance(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
+    with unit_of_work(services.engine) as session:
+        today = services.limit.allowance(session, user_id)
     return ExactJSONResponse(AllowanceResponse.body(today))

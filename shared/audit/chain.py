@@ -8,8 +8,8 @@ Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transac
 takes the tail (`append`, or `lock_tail` first when it must read the tail before other writes)
 BEFORE it touches any other row it will write, so two audited transactions never wait on each
 other's rows while holding the tail. On SQLite the tail lock is the database's writer lock;
-a transaction that reads before it appends should begin IMMEDIATE
-(`unit_of_work(engine, sqlite_begin="IMMEDIATE")`), so its reads are not from a stale snapshot.
+a transaction that reads before it appends is a writing unit of work
+(`shared.db.uow.writing_unit_of_work`), so its reads are not from a stale snapshot.
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ class AuditChainUnavailable(Fault):
 
     error_code = "AUDIT_CHAIN_UNAVAILABLE"
     title = "The audit log is unavailable."
+
+
+class UnkeyedAuditChain:
+    """Stands in for the chain while Audit__ChainKey is unset: every append is 503
+    AUDIT_CHAIN_UNAVAILABLE, so an audited write refuses rather than writing an unchained row."""
+
+    def append(self, session: Session, **_row: object) -> uuid.UUID:
+        raise AuditChainUnavailable
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ limit check and an audit write together is only as good as its one commit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Literal
 
 from sqlalchemy import Engine
@@ -16,18 +16,18 @@ from sqlalchemy.orm import Session
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 
 
-@contextmanager
-def unit_of_work(
-    engine: Engine,
-    *,
-    sqlite_begin: SqliteBegin = "DEFERRED",
-    sqlite_busy_timeout_ms: int | None = None,
-) -> Iterator[Session]:
-    """Yield a session whose work is discarded unless `session.commit()` is called.
+def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
+    """Yield a session whose work is discarded unless `session.commit()` is called: a reading
+    unit of work, or one whose writes need no right to write held from its start."""
+    return _unit_of_work(engine, sqlite_begin="DEFERRED", sqlite_busy_timeout_ms=None)
 
-    On SQLite, `sqlite_begin="IMMEDIATE"` takes the database's write lock at BEGIN, waiting at
-    most `sqlite_busy_timeout_ms`: that is SQLite's application lock (DESIGN §3).
-    """
+
+@contextmanager
+def _unit_of_work(
+    engine: Engine, *, sqlite_begin: SqliteBegin, sqlite_busy_timeout_ms: int | None
+) -> Iterator[Session]:
+    # On SQLite, IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy
+    # timeout: that is SQLite's application lock (DESIGN §3).
     with engine.connect() as connection:
         if engine.dialect.name == "sqlite":
             if sqlite_busy_timeout_ms is not None:
@@ -41,3 +41,19 @@ def unit_of_work(
             yield session
         finally:
             session.close()  # rolls back whatever was not committed
+
+
+def writing_unit_of_work(
+    engine: Engine, *, wait_seconds: int | None = None
+) -> AbstractContextManager[Session]:
+    """A unit of work that will write: it holds the right to write from its first statement,
+    waiting at most `wait_seconds` for it (the engine's default wait when None).
+
+    On SQLite that is BEGIN IMMEDIATE under a busy timeout (the database's one writer lock, so a
+    read-then-write never meets a stale snapshot and never fails to upgrade); the servers take
+    row locks as the statements ask, so there it is a plain unit of work."""
+    return _unit_of_work(
+        engine,
+        sqlite_begin="IMMEDIATE",
+        sqlite_busy_timeout_ms=None if wait_seconds is None else wait_seconds * 1000,
+    )

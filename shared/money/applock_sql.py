@@ -21,16 +21,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, TextClause, text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.db.uow import unit_of_work
+# The error number and text the SQL Server batch throws when sp_getapplock returns < 0 (−1
+# timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter); shared.db.faults reads them.
+from shared.db.faults import MSSQL_APPLOCK_ERROR, MSSQL_APPLOCK_MESSAGE
+from shared.db.uow import unit_of_work, writing_unit_of_work
 
 LOCK_RESOURCE_PREFIX = "daily-limit:"
-# The error number and text the SQL Server batch throws when sp_getapplock returns < 0
-# (−1 timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter).
-MSSQL_APPLOCK_ERROR = 51050
-MSSQL_APPLOCK_MESSAGE = "daily-limit lock not granted"
 
 
 def lock_resource(user_id: str) -> str:
@@ -95,25 +93,6 @@ def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) 
         raise ValueError(f"no application lock for dialect {dialect!r}")
 
 
-def is_lock_timeout(error: DBAPIError, dialect: str) -> bool:
-    """Whether a driver error means a lock wait ran out (the 503, never the 422)."""
-    orig = error.orig
-    if dialect == "postgresql":
-        # psycopg.errors.LockNotAvailable; compared by SQLSTATE so psycopg need not be imported.
-        return getattr(orig, "sqlstate", None) == "55P03"
-    if dialect == "sqlite":
-        return "database is locked" in str(orig)
-    if dialect == "mssql":
-        message = str(orig)
-        # 1222: a row lock wait hit SET LOCK_TIMEOUT (not set here, but the same meaning).
-        return (
-            str(MSSQL_APPLOCK_ERROR) in message
-            or MSSQL_APPLOCK_MESSAGE in message
-            or ("(1222)" in message)
-        )
-    return False
-
-
 @dataclass(frozen=True)
 class DailyLimitLock:
     """Opens the unit of work of one external transfer, holding the user's lock from its first
@@ -129,10 +108,7 @@ class DailyLimitLock:
             with unit_of_work(engine) as session:
                 yield session
             return
-        with unit_of_work(
-            engine,
-            sqlite_begin="IMMEDIATE",
-            sqlite_busy_timeout_ms=self.timeout_seconds * 1000,
-        ) as session:
+        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (DESIGN §3).
+        with writing_unit_of_work(engine, wait_seconds=self.timeout_seconds) as session:
             take_daily_limit_lock(session, user_id, self.timeout_seconds)
             yield session

@@ -32,16 +32,16 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, delete, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.exact import exact_equals
+from shared.db.faults import DriverFault, map_driver_faults
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.storable_text import column_length
-from shared.db.uow import unit_of_work
+from shared.db.uow import writing_unit_of_work
 from shared.db.writes import rows_matched
-from shared.money.applock_sql import is_lock_timeout
 from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, LockTimeout
 
 T = TypeVar("T")
@@ -97,25 +97,20 @@ class IdempotencyKeys:
     ) -> None:
         self._engine = engine
         self._clock = clock
-        self._lock_timeout_ms = lock_timeout_seconds * 1000
+        self._lock_timeout_seconds = lock_timeout_seconds
         self._stale_after = timedelta(seconds=in_progress_seconds)
 
     @contextmanager
     def _unit(self) -> Iterator[Session]:
-        # A marker's transaction is a few statements; on SQLite it waits for the one writer no
-        # longer than the money would (DailyLimit__LockTimeoutSeconds), and a wait that runs out
-        # is the same 503 LOCK_TIMEOUT, never a 500.
-        try:
-            with unit_of_work(
-                self._engine,
-                sqlite_begin="IMMEDIATE",
-                sqlite_busy_timeout_ms=self._lock_timeout_ms,
-            ) as session:
-                yield session
-        except DBAPIError as exc:
-            if is_lock_timeout(exc, self._engine.dialect.name):
-                raise LockTimeout() from None
-            raise
+        # A marker's transaction is a few statements; it waits for the right to write no longer
+        # than the money would (DailyLimit__LockTimeoutSeconds), and a wait that runs out is the
+        # same 503 LOCK_TIMEOUT, never a 500.
+        faults = {DriverFault.LOCK_TIMEOUT: LockTimeout}
+        with (
+            map_driver_faults(self._engine.dialect.name, faults),
+            writing_unit_of_work(self._engine, wait_seconds=self._lock_timeout_seconds) as session,
+        ):
+            yield session
 
     def claim(
         self, user_id: str, operation: str, key: str, hash_: str

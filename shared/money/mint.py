@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.schema import AuthorizationStatus, TransferAuthorization
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.money.accounts import own_open_account
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.payees import resolve_payee
@@ -77,7 +77,7 @@ class TransferMint:
             recipient_azure_tag=request.recipient_azure_tag,
             amount=request.amount,
         )
-        with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
+        with writing_unit_of_work(self._engine) as session:
             session.add(
                 TransferAuthorization(
                     Id=grant.authorization_id,

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.schema import TransactionType
-from shared.db.uow import unit_of_work
+from shared.db.uow import writing_unit_of_work
 from shared.errors import ValidationFailed
 from shared.money.accounts import move_money, own_open_account, post_entry, write_balance
 from shared.money.ports import AuditAppender
@@ -63,13 +63,11 @@ class AccountRails:
         self._engine = engine
         self._clock = clock
         self._audit = audit
-        self._busy_timeout_ms = busy_timeout_seconds * 1000
+        self._wait_seconds = busy_timeout_seconds
 
     def _unit(self) -> AbstractContextManager[Session]:
-        # SQLite: take the write lock at BEGIN, so a read-then-write never meets a stale snapshot.
-        return unit_of_work(
-            self._engine, sqlite_begin="IMMEDIATE", sqlite_busy_timeout_ms=self._busy_timeout_ms
-        )
+        # A read-then-write: it holds the right to write from its first statement.
+        return writing_unit_of_work(self._engine, wait_seconds=self._wait_seconds)
 
     def _run(self, work: Callable[[Session], T]) -> T:
         return run_money_transaction(self._unit, work, dialect=self._engine.dialect.name)

@@ -14,7 +14,7 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.money.applock_sql import is_lock_timeout
+from shared.db.faults import DriverFault, driver_fault
 from shared.money.refusals import ConcurrencyConflict, LockTimeout
 
 T = TypeVar("T")
@@ -29,15 +29,6 @@ _BACKOFF_SECONDS = 0.005
 
 class LostRace(Exception):
     """A conditional write matched no row: someone committed first. Retry the attempt."""
-
-
-def _is_transient(error: DBAPIError, dialect: str) -> bool:
-    # Deadlock and serialization failures are races too: the server rolled the attempt back.
-    if dialect == "postgresql":
-        return getattr(error.orig, "sqlstate", None) in {"40P01", "40001"}
-    if dialect == "mssql":
-        return "(1205)" in str(error.orig)
-    return False
 
 
 def run_money_transaction(
@@ -58,9 +49,11 @@ def run_money_transaction(
         except LostRace:
             pass
         except DBAPIError as exc:
-            if is_lock_timeout(exc, dialect):
+            fault = driver_fault(exc, dialect)
+            if fault is DriverFault.LOCK_TIMEOUT:
                 raise LockTimeout() from None
-            if not _is_transient(exc, dialect):
+            # A deadlock or a serialization failure is a race too: the server rolled it back.
+            if fault is not DriverFault.TRANSIENT:
                 raise
         log.info("Money transaction lost a race (attempt %d of %d); retrying", attempt, attempts)
         # Jitter so losers do not collide again in lockstep.

@@ -134,33 +134,17 @@ class TransferService:
         payee: Payee,
         on_success: SuccessHook | None,
     ) -> TransferReceipt:
-        # The unit of work opened with the application lock as its first statement (D5). The
-        # instant is read once, under it: the sum's day, the rows' CreatedAt and the spend all
-        # use it, so the midnight edge is decided against the day of the spend (D4.3).
+        """One attempt inside the unit of work that opened with the application lock (D5):
+        the parties and the day, the audit row, the money, the spend, the success hook. Kept
+        whole because the lock order (tail before rows) is read here, in one place."""
+        # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
+        # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
         now = self._clock.now()
-        # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
-        # this account that commits after this read bumps the token and makes our write lose,
-        # and any that committed before it is in the sum. So one account's transfers keep the day
-        # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
-        # covers two accounts of one user, which share no row.
-        sender = session.scalar(
-            select(Account).where(Account.Id == order.account_id, Account.IsDeleted.is_(False))
-        )
-        self._limit.check(session, user_id, order.amount, now)  # D4.3
-        if sender is None or sender.UserId != user_id:
-            # Closed (or no longer the caller's) since the mint: the authorization names an
-            # account that cannot pay.
-            raise AuthorizationInvalid()
-        if sender.Balance < order.amount:
-            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
-        receiver = primary_account(session, payee.user_id)
-        if receiver is None:
-            raise PayeeInvalid()
-
+        sender, receiver = self._parties(session, user_id, order, payee, now)
         transaction_id = uuid.uuid4()
         # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
         # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
-        # with them. The balance above was a plain read; the first row lock comes after this.
+        # with them. The reads above were plain; the first row lock comes after this append.
         # Rolled back with everything else if a later step refuses: successes only (ADR-0044).
         self._audit.append(
             session,
@@ -185,17 +169,37 @@ class TransferService:
         )
         self._spend(session, order, transaction_id, now)
         receipt = TransferReceipt(
-            transaction_id=transaction_id,
-            account_id=sender.Id,
-            recipient_azure_tag=order.recipient_azure_tag,
-            amount=order.amount,
-            balance=new_balance,
-            created_at=now,
+            transaction_id, sender.Id, order.recipient_azure_tag, order.amount, new_balance, now
         )
         if on_success is not None:
             on_success(session, receipt)
         session.flush()
         return receipt
+
+    def _parties(
+        self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
+    ) -> tuple[Account, Account]:
+        """The sender's row, the authoritative day (D4.3), the balance, then the payee's
+        account; refuses in that order."""
+        # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
+        # this account that commits after this read bumps the token and makes our write lose,
+        # and any that committed before it is in the sum. So one account's transfers keep the day
+        # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
+        # covers two accounts of one user, which share no row.
+        sender = session.scalar(
+            select(Account).where(Account.Id == order.account_id, Account.IsDeleted.is_(False))
+        )
+        self._limit.check(session, user_id, order.amount, now)  # D4.3
+        if sender is None or sender.UserId != user_id:
+            # Closed (or no longer the caller's) since the mint: the authorization names an
+            # account that cannot pay.
+            raise AuthorizationInvalid()
+        if sender.Balance < order.amount:
+            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
+        receiver = primary_account(session, payee.user_id)
+        if receiver is None:
+            raise PayeeInvalid()
+        return sender, receiver
 
     def _spend(
         self, session: Session, order: TransferOrder, transaction_id: uuid.UUID, now: datetime

@@ -10,6 +10,9 @@
     outcomes      what a delivery returns (values, never the address)
     delivery      NoticeDeliveryRun: address → evidence → render → transport → mark
     sweep         NoticeSweep and NoticeSweepSummary
+    hosted        HostedRelay: the one hosted runner (the API's loop and the Function alike)
+    relay_loop    NoticeRelayService: the API's periodic timer around a HostedRelay (D1)
+    notify        the verb's protocol (D5): drain, release at exit, the exit decision
     status        owed rows, their holders and the oldest owed row's age
 
 Every runner (the timer Function, the API's loop, the verb) calls exactly this code.

@@ -1,62 +1,44 @@
 """NoticeRelayService: the API's hosted loop (ADR-0048 D1), run beside `azurebank serve`.
 
 The shape of the two hygiene sweeps: a periodic timer, the first look one full period after
-start, a catch-all per sweep logged at Error, cancellation absorbed as shutdown. The sweep runs
-on a worker thread, so the event loop that serves HTTP is never blocked by delivery.
+start, a catch-all per sweep logged at Error (the sweep's own), cancellation absorbed as
+shutdown. The sweep runs on a worker thread, so the event loop that serves HTTP is never blocked
+by delivery. What a tick does is HostedRelay's, shared with the timer Function.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 
-from shared.clock import Clock, SystemClock
-from shared.notices.relay_runner import RelayRunner, is_named, step_aside_line
+from shared.notices.hosted import HostedRelay
 from shared.notices.sweep import NoticeSweepSummary
-from shared.settings import Settings, require_host
 
 log = logging.getLogger("azurebank.notices.relay")
 
 
 class NoticeRelayService:
-    """Always registered, so a second API host inherits it; reads `Notices__Runner` once, at
-    construction. Unless the flag names the API it logs the flag and never starts a loop."""
+    """Always registered, so a second API host inherits it; its HostedRelay read
+    `Notices__Runner` once, at start. Unless the flag names the API it logs the flag and never
+    starts a loop."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        database_url: str,
-        clock: Clock | None = None,
-        sweep: Callable[[], NoticeSweepSummary] | None = None,
-    ) -> None:
-        # ADR-0048 D6: a partial set stops the host (serve exits 78 before it gets here).
-        require_host(settings, "api")
-        self.period_seconds = float(settings.Notices.PeriodSeconds)
-        self.lease_seconds = float(settings.Notices.LeaseSeconds)
-        self.runner: RelayRunner | None = None
-        self._sweep: Callable[[], NoticeSweepSummary] | None = None
-        self._settings = settings
-        if is_named(settings, "api"):
-            self.runner = RelayRunner(
-                "api", settings, database_url=database_url, clock=clock or SystemClock()
-            )
-            self._sweep = sweep or self.runner.sweep
+    def __init__(self, relay: HostedRelay) -> None:
+        self.relay = relay
+        notices = relay.settings.Notices
+        self.period_seconds = float(notices.PeriodSeconds)
+        self.lease_seconds = float(notices.LeaseSeconds)
         self._task: asyncio.Task[None] | None = None
-        self._inflight: asyncio.Future[NoticeSweepSummary] | None = None
+        self._inflight: asyncio.Future[NoticeSweepSummary | None] | None = None
 
     @property
     def delivers(self) -> bool:
-        return self._sweep is not None
+        return self.relay.delivers
 
     def start(self) -> None:
         """Announce, or step aside; when named, start the loop on the running event loop."""
-        if self.runner is None:
-            log.info(step_aside_line(self._settings))
-            return
-        log.info(self.runner.announcement(f"every {int(self.period_seconds)}s"))
-        self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")
+        self.relay.announce(f"every {int(self.period_seconds)}s")
+        if self.relay.delivers:
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")
 
     async def stop(self) -> None:
         """Cancel the loop, then let a sweep already on its thread finish its marks, bounded by
@@ -68,11 +50,6 @@ class NoticeRelayService:
         inflight = self._inflight
         if inflight is not None and not inflight.done():
             await asyncio.wait([inflight], timeout=self.lease_seconds)
-            if inflight.done() and not inflight.cancelled() and inflight.exception() is not None:
-                log.error(
-                    "Notice relay: the sweep failed as a whole (%s) while stopping",
-                    type(inflight.exception()).__name__,
-                )
 
     async def run(self) -> None:
         """The loop: first look one full period after start, then one sweep per period. A sweep
@@ -89,20 +66,10 @@ class NoticeRelayService:
             log.info("Notice relay: stopped")
 
     async def sweep_once(self) -> NoticeSweepSummary | None:
-        """One sweep off the event loop; never raises but for cancellation. Returns at once,
-        touching nothing, when the flag does not name the API."""
-        if self._sweep is None:
+        """One tick off the event loop; the sweep's own catch-all means it never raises but for
+        cancellation. Returns at once, touching nothing, when the flag does not name the API."""
+        if not self.relay.delivers:
             return None
-        self._inflight = asyncio.ensure_future(asyncio.to_thread(self._sweep))
-        try:
-            # Shielded: cancelling the loop must not orphan a sweep mid-delivery unawaited.
-            return await asyncio.shield(self._inflight)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            # ADR-0048 D1, D4: a catch-all per sweep, by exception type only.
-            log.error(
-                "Notice relay: the sweep failed as a whole (%s); the next period runs normally",
-                type(exc).__name__,
-            )
-            return None
+        self._inflight = asyncio.ensure_future(asyncio.to_thread(self.relay.tick))
+        # Shielded: cancelling the loop must not orphan a sweep mid-delivery unawaited.
+        return await asyncio.shield(self._inflight)

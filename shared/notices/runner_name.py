@@ -25,6 +25,11 @@ def make_runner_name(kind: RunnerKind) -> str:
     return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
 
 
+def runner_kind(name: str) -> str:
+    """The kind a runner name starts with (`verb/GURGANT/22280/2be449cb` → `verb`)."""
+    return name.split("/", 1)[0]
+
+
 def _host() -> str:
     # The first label only, with '/' and whitespace replaced, so the name splits into four parts.
     label = socket.gethostname().split(".")[0] or "unknown-host"

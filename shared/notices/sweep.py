@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 
 from shared.clock import Clock
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
@@ -214,8 +214,8 @@ class NoticeSweep:
     ) -> None:
         now = self._clock.now()
         resting = {i for i, until in self._resting.items() if until > now}
-        # SQLite: take the write lock at BEGIN, so the claim queues rather than failing to upgrade.
-        with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
+        # A writing unit: the claim queues for the right to write rather than failing to upgrade.
+        with writing_unit_of_work(self._engine) as session:
             taken = self.claim.take(session, now, resting=resting)
             session.commit()
         # A rest ends with its lease, or with the row: marked by an operator, or taken over.
@@ -226,32 +226,22 @@ class NoticeSweep:
         summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
             # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
-            held = self._delivery.read_held(session)
+            held = self.claim.held(session)
             summary.other_holders = lease_holders(
                 session, now, live_only=True, excluding=self.runner
             )
         summary.held = len(held)
-        live = [(n, p) for n, p in held if n.id not in taken.resting_ids]
+        live = [notice for notice in held if notice.id not in taken.resting_ids]
         summary.resting = len(held) - len(live)
 
-        for position, (notice, particulars) in enumerate(live):
+        for position, notice in enumerate(live):
             if self._clock.now() >= taken.lease_until:
-                # D2: a sweep that outlives its own lease stops delivering and says so; another
-                # runner may already have taken these rows over.
-                summary.lease_lapsed = True
-                summary.not_attempted += len(live) - position
-                log.warning(
-                    "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
-                    "with %d held rows not attempted",
-                    self.runner,
-                    taken.lease_until.isoformat(),
-                    len(live) - position,
-                )
+                self._lease_lapsed(summary, taken.lease_until, len(live) - position)
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice, particulars)
+            outcome = self._delivery.deliver(notice)
             _count(summary, outcome)
             if outcome.status is DeliveryStatus.REFUSED:
                 # D3: retried once per lease, not once per period: it rests until the lease it
@@ -263,6 +253,19 @@ class NoticeSweep:
         # An idle sweep says nothing, every period; nor does one whose only rows rest (D3).
         if summary.held > summary.resting:
             log.info("%s", summary.line())
+
+    def _lease_lapsed(self, summary: NoticeSweepSummary, ended: datetime, left: int) -> None:
+        # D2: a sweep that outlives its own lease stops delivering and says so; another runner
+        # may already have taken these rows over.
+        summary.lease_lapsed = True
+        summary.not_attempted += left
+        log.warning(
+            "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
+            "with %d held rows not attempted",
+            self.runner,
+            ended.isoformat(),
+            left,
+        )
 
 
 def _count(summary: NoticeSweepSummary, outcome: DeliveryOutcome) -> None:

@@ -24,7 +24,7 @@ from tests.leak_watch import assert_no_secret_shapes
 from tests.support import CHAIN_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = (sys.executable, "-m", "shared.cli")
+CLI = (sys.executable, "-m", "azurebank_cli")
 WAIT = 60.0  # seconds: a bound on a slow shared machine, not a speed claim
 # Every section the app reads (`Database__Url`, `Notices:Runner`, ...), compared lower-case.
 _SECTIONS = frozenset(name.lower() for name in Settings.model_fields)

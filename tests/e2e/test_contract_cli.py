@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.cli import exits
+from azurebank_cli import exits
 from shared.db.engine import build_engine
 from tests.e2e.serve_process import CLI, ROOT, run_cli
 from tests.integration.notices.conftest import CONTACT, owed_notices

@@ -28,7 +28,7 @@ ADDRESS = "someone.private@example.test"
 FAULTY_SERVE = f"""
 import sys
 import api_funcs.routes.accounts as accounts
-from shared.cli.main import main
+from azurebank_cli.main import main
 
 def _fail(session, user_id):
     raise LookupError("no ledger for {ADDRESS}")

@@ -1,4 +1,4 @@
-"""Issue 4, acceptance 3: real `azurebank serve` processes with `Notices__Runner=Api`, period 1 s,
+"""ADR-0048 D1: real `azurebank serve` processes with `Notices__Runner=Api`, period 1 s,
 lease 3 s, a pickup directory in a temporary folder outside any git tree (ADR-0048 D1).
 
 - one process: an owed notice inserted into its database appears as a file within a few periods;
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.serve_process import CLI, ServedProcess, clean_environ, served, wait_for
-from tests.runner_support import CONTACT, notice_state, owe_notices, owed_count
+from tests.runner_support import notice_state, owe_notices, owed_count
+from tests.support import CONTACT
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +33,7 @@ _IGNORE_LEASE = """
 import sys
 import shared.notices.claim_sql as claim_sql
 claim_sql._is_free = lambda table, now: table.c.DeliveredAt.is_(None)
-from shared.cli.main import main
+from azurebank_cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -14,7 +14,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from shared.db.engine import build_engine
-from shared.money.applock_sql import is_lock_timeout, take_daily_limit_lock
+from shared.db.faults import DriverFault, driver_fault
+from shared.money.applock_sql import take_daily_limit_lock
 
 SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
 
@@ -35,7 +36,7 @@ def test_sp_getapplock_serialises_one_user_and_times_out_into_a_recognised_error
             with pytest.raises(DBAPIError) as refused:
                 take_daily_limit_lock(waiter, user, 1)
             elapsed = time.monotonic() - started
-            assert is_lock_timeout(refused.value, "mssql")
+            assert driver_fault(refused.value, "mssql") is DriverFault.LOCK_TIMEOUT
             assert 0.9 <= elapsed < 15, elapsed
             waiter.rollback()
             holder.rollback()  # the lock is the transaction's: released here

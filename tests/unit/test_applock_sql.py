@@ -1,17 +1,13 @@
 """ADR-0050 D5 / DESIGN §3: the application lock's SQL, pinned per dialect by compiling it (no
-server, no pyodbc import), and which driver errors count as a lock timeout (the 503)."""
+server, no pyodbc import). Which driver errors count as its timeout: test_driver_faults.py."""
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 
-import psycopg.errors
 from sqlalchemy.dialects import mssql, postgresql
-from sqlalchemy.exc import DBAPIError, OperationalError
 
 from shared.money.applock_sql import (
-    is_lock_timeout,
     lock_resource,
     mssql_applock_batch,
     postgresql_advisory_lock,
@@ -54,20 +50,3 @@ def test_postgresql_sets_a_transaction_local_lock_timeout_then_takes_an_xact_adv
         "SELECT pg_advisory_xact_lock("
         "hashtextextended('daily-limit:' || CAST(%(user_id)s AS text), 0))"
     )
-
-
-def _wrapped(orig: BaseException) -> DBAPIError:
-    return OperationalError("SELECT 1", {}, orig)
-
-
-def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
-    assert is_lock_timeout(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql")
-    assert not is_lock_timeout(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql")
-    assert is_lock_timeout(_wrapped(sqlite3.OperationalError("database is locked")), "sqlite")
-    assert not is_lock_timeout(_wrapped(sqlite3.OperationalError("no such table: x")), "sqlite")
-    refused = Exception(
-        "('42000', '[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]daily-limit "
-        "lock not granted: sp_getapplock returned -1 (51050) (SQLExecDirectW)')"
-    )
-    assert is_lock_timeout(_wrapped(refused), "mssql")
-    assert not is_lock_timeout(_wrapped(Exception("Invalid object name (208)")), "mssql")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.cli import exits
-from shared.cli.main import main
+from azurebank_cli import exits
+from azurebank_cli.main import main
 
 GOOD = {
     "--email": "someone@example.test",

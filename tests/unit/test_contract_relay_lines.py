@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.notices.function_host import FunctionRelayHost
-from shared.notices.relay_loop import NoticeRelayService
+from api_funcs.served import build_served_app
+from shared.bootstrap import start_function_host
 from shared.settings import Settings, load_settings
 from tests.support import CHAIN_KEY
 
@@ -43,7 +43,7 @@ def test_the_function_runner_announces_schedule_lease_batch_and_target_with_the_
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        FunctionRelayHost(_settings(tmp_path, "Function"))
+        start_function_host(_settings(tmp_path, "Function"))
     (line,) = _lines(caplog)
     assert re.fullmatch(
         rf"Notice relay: live as function/{NAME}, schedule 0 \*/1 \* \* \* \*, lease 120s, "
@@ -56,7 +56,7 @@ def test_the_function_runner_announces_schedule_lease_batch_and_target_with_the_
 def test_the_api_runner_announces_its_period_lease_batch_and_target_with_the_defaults(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    service = NoticeRelayService(_settings(tmp_path, "Api"), database_url="sqlite://")
+    service = build_served_app(_settings(tmp_path, "Api")).state.notice_relay
 
     async def scenario() -> None:
         service.start()

@@ -1,6 +1,7 @@
-"""ADR-0051: the Function runner's host logic (FunctionRelayHost), which the timer trigger only
-feeds with each tick's `past_due`. The end-to-end invocation of the real user code is in
-tests/integration/test_notice_relay_function.py; here, the host's own guarantees."""
+"""ADR-0051: the Function runner's host logic (the HostedRelay start_function_host composes),
+which the timer trigger only feeds with each tick's `past_due`. The end-to-end invocation of the
+real user code is in tests/integration/hosts/test_notice_relay_function.py; here, the host's own
+guarantees."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from shared.notices.function_host import FunctionRelayHost
+from shared.bootstrap import start_function_host
+from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, SettingsError, load_settings
-from tests.runner_support import connection_attempts
+from tests.runner_support import connection_attempts, hosted
 from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
@@ -44,25 +46,25 @@ def test_adr_0051_the_announcement_names_the_runner_schedule_lease_batch_and_tar
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        host = FunctionRelayHost(
+        host = start_function_host(
             _settings(tmp_path, Notices__Schedule="30 */5 * * * *", Notices__BatchSize="25")
-        )
+        ).relay
     (line,) = [r.getMessage() for r in caplog.records if r.name == RELAY_LOGGER]
     assert host.runner is not None
     assert line == (
-        f"Notice relay: live as {host.runner.name}, schedule 30 */5 * * * *, lease 120s, "
+        f"Notice relay: live as {host.runner}, schedule 30 */5 * * * *, lease 120s, "
         "batch 25, into pickup directory (Notices__PickupDirectory)"
     )
     # DESIGN §6: function/{host}/{pid}/{8 hex}, the name a reader matches against LeasedBy.
-    assert re.fullmatch(r"function/[^/\s]+/\d+/[0-9a-f]{8}", host.runner.name)
+    assert re.fullmatch(r"function/[^/\s]+/\d+/[0-9a-f]{8}", host.runner)
     assert str(tmp_path) not in line  # the target by its key, never its path
 
 
-def test_adr_0051_start_opens_nothing_and_the_engine_is_built_on_the_first_tick(
+def test_adr_0051_start_opens_nothing_and_the_first_tick_connects(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with connection_attempts() as attempts:
-        host = FunctionRelayHost(_settings(tmp_path))
+        host = start_function_host(_settings(tmp_path)).relay
         assert attempts == []
         with caplog.at_level(logging.INFO):
             host.tick(past_due=False)  # the database is down: an Error, never an exception
@@ -73,38 +75,22 @@ def test_adr_0051_start_opens_nothing_and_the_engine_is_built_on_the_first_tick(
     assert all("OperationalError" in r.getMessage() and r.exc_info is None for r in errors)
 
 
-class Raising:
-    def __init__(self, failures: int) -> None:
+class Counting:
+    """Stands in for the sweep's work; counts the ticks that ran it."""
+
+    def __init__(self) -> None:
         self.calls = 0
-        self.failures = failures
 
     def __call__(self) -> Any:
         self.calls += 1
-        if self.calls <= self.failures:
-            raise PermissionError("[Errno 13] Permission denied: '/home/someone/pickup/x.eml'")
         return "summary"
-
-
-def test_adr_0048_d1_an_exception_in_a_tick_is_logged_at_error_by_type_and_the_next_tick_runs(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    sweep = Raising(failures=1)
-    host = FunctionRelayHost(_settings(tmp_path), sweep=sweep)
-    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        first = host.tick(past_due=False)
-        second = host.tick(past_due=False)
-    assert (first, second, sweep.calls) == (None, "summary", 2)
-    (error,) = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert "PermissionError" in error.getMessage()
-    assert error.exc_info is None
-    assert all("/home/someone" not in r.getMessage() for r in caplog.records)
 
 
 def test_adr_0051_a_late_tick_is_a_warning_and_still_sweeps_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sweep = Raising(failures=0)
-    host = FunctionRelayHost(_settings(tmp_path), sweep=sweep)
+    sweep = Counting()
+    host = hosted("function", _settings(tmp_path), sweep)
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
         host.tick(past_due=True)
     assert sweep.calls == 1
@@ -116,11 +102,10 @@ def test_adr_0051_a_late_tick_is_a_warning_and_still_sweeps_once(
 def test_adr_0051_d4_not_named_every_tick_returns_at_once(
     runner: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    sweep = Raising(failures=0)
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        host = FunctionRelayHost(_settings(tmp_path, runner=runner), sweep=sweep)
+        host: HostedRelay = start_function_host(_settings(tmp_path, runner=runner)).relay
         results = [host.tick(past_due=p) for p in (True, False, False)]
-    assert results == [None, None, None] and sweep.calls == 0 and not host.delivers
+    assert results == [None, None, None] and not host.delivers
     assert [r.getMessage() for r in caplog.records] == [
         f"Notice relay: Notices__Runner is {runner}; this process delivers nothing"
     ]
@@ -135,6 +120,6 @@ def test_adr_0051_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> No
         }
     )
     with pytest.raises(SettingsError) as refused:
-        FunctionRelayHost(settings)
+        start_function_host(settings)
     assert "Notices__PickupDirectory" in str(refused.value)
     assert "Notices__Contact" in str(refused.value)

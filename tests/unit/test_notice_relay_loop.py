@@ -1,9 +1,10 @@
-"""ADR-0048 D1: the API's hosted loop, NoticeRelayService, with the sweep as a plain callable.
+"""ADR-0048 D1: the API's hosted loop, NoticeRelayService, with the sweep as a plain callable
+(tests.runner_support.hosted) where only the loop is under test.
 
 The sweep itself (claim, delivery, transports) is the relay protocol's and is tested there and
-in tests/integration/test_runner_matrix.py; here only the loop's shape is pinned: the first look
-one full period after start, one sweep per period, a catch-all per sweep logged at Error,
-cancellation absorbed as shutdown, and sweeps off the event loop.
+in tests/integration/hosts/test_runner_matrix.py; here only the loop's shape is pinned: the first
+look one full period after start, one sweep per period, the sweep's catch-all keeping the loop
+alive, cancellation absorbed as shutdown, and sweeps off the event loop.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from fastapi.testclient import TestClient
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from shared.cli.serve import attach_relay
+from api_funcs.served import attach_relay
+from shared.bootstrap import hosted_relay
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
+from tests.runner_support import hosted
 from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
@@ -47,19 +50,15 @@ def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
 
 
 class RecordingSweep:
-    """A sweep callable that records when and on which thread it ran, and can raise."""
+    """A sweep callable that records when and on which thread it ran."""
 
-    def __init__(self, failures: int = 0, message: str = "") -> None:
+    def __init__(self) -> None:
         self.calls: list[float] = []
         self.threads: list[int] = []
-        self.failures = failures
-        self.message = message
 
     def __call__(self) -> Any:
         self.calls.append(time.monotonic())
         self.threads.append(threading.get_ident())
-        if len(self.calls) <= self.failures:
-            raise OSError(self.message)
         return None
 
 
@@ -73,7 +72,7 @@ async def _until(predicate: Any, timeout: float = WAIT) -> None:
 
 def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
     sweep = RecordingSweep()
-    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
 
     async def scenario() -> float:
         started = time.monotonic()
@@ -91,7 +90,7 @@ def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> Non
 
 def test_d1_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     sweep = RecordingSweep()
-    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
 
     async def scenario() -> int:
         await service.sweep_once()
@@ -101,36 +100,44 @@ def test_d1_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     assert sweep.threads and sweep.threads[0] != loop_thread
 
 
-def test_d1_a_sweep_that_raises_is_logged_at_error_by_type_only_and_the_next_period_sweeps(
+def test_d1_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_next_period_sweeps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    secret_path = "/home/someone/pickup/3f1c.eml"
-    sweep = RecordingSweep(failures=1, message=f"[Errno 17] File exists: {secret_path!r}")
-    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=sweep)
+    # A real sweep on a database file that cannot be opened: it fails as a whole every period.
+    # The catch-all is the sweep's own (D1, D7); the loop around it has none and lives on.
+    secret_dir = tmp_path / "someone-secret" / "missing"
+    settings = _settings(tmp_path, Database__Url=f"sqlite:///{secret_dir / 'x.db'}")
+    _, relay = hosted_relay("api", settings)
+    service = NoticeRelayService(relay)
+    errors: list[logging.LogRecord] = []
+
+    def failures() -> list[logging.LogRecord]:
+        errors[:] = [r for r in caplog.records if r.levelno == logging.ERROR]
+        return errors
 
     async def scenario() -> None:
         service.start()
-        await _until(lambda: len(sweep.calls) >= 2)
+        await _until(lambda: len(failures()) >= 2)
         await service.stop()
 
-    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+    with caplog.at_level(logging.INFO):
         asyncio.run(scenario())
 
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert len(errors) == 1
-    assert "OSError" in errors[0].getMessage()
-    assert errors[0].exc_info is None  # no traceback: a message can echo a path (D4)
-    assert all(secret_path not in r.getMessage() for r in caplog.records)
-    assert len(sweep.calls) >= 2  # the loop lived on after the failure
+    assert len(errors) >= 2  # the loop lived on after the first failure
+    assert all("OperationalError" in r.getMessage() for r in errors)
+    assert all(r.exc_info is None for r in errors)  # no traceback: a message can echo a path
+    assert all("someone-secret" not in r.getMessage() for r in caplog.records)
 
 
 def test_d1_cancellation_is_absorbed_as_shutdown(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     service = NoticeRelayService(
-        _settings(tmp_path, Notices__PeriodSeconds="60", Notices__LeaseSeconds="120"),
-        database_url="sqlite://",
-        sweep=RecordingSweep(),
+        hosted(
+            "api",
+            _settings(tmp_path, Notices__PeriodSeconds="60", Notices__LeaseSeconds="120"),
+            RecordingSweep(),
+        )
     )
 
     async def scenario() -> asyncio.Task[None]:
@@ -158,7 +165,7 @@ def test_stopping_waits_for_a_sweep_already_on_its_thread(tmp_path: Path) -> Non
         time.sleep(0.5)
         finished.set()
 
-    service = NoticeRelayService(_settings(tmp_path), database_url="sqlite://", sweep=slow_sweep)
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), slow_sweep))
 
     async def scenario() -> None:
         service.start()
@@ -174,9 +181,7 @@ def test_d1_an_api_host_the_flag_does_not_name_logs_the_flag_and_never_sweeps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, runner: str
 ) -> None:
     sweep = RecordingSweep()
-    service = NoticeRelayService(
-        _settings(tmp_path, runner=runner), database_url="sqlite://", sweep=sweep
-    )
+    service = NoticeRelayService(hosted("api", _settings(tmp_path, runner=runner), sweep))
 
     async def scenario() -> object:
         service.start()
@@ -208,8 +213,8 @@ def test_d1_http_is_answered_while_a_sweep_is_delivering(tmp_path: Path) -> None
         release.wait(WAIT)
 
     settings = _settings(tmp_path)
-    app = create_app(AppContext(settings, database_url="sqlite://"))
-    service = NoticeRelayService(settings, database_url="sqlite://", sweep=blocking_sweep)
+    app = create_app(AppContext(settings))
+    service = NoticeRelayService(hosted("api", settings, blocking_sweep))
     attach_relay(app, service)
     try:
         with TestClient(app) as client:

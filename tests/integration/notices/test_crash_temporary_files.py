@@ -38,7 +38,7 @@ LEASE = 120
 _STALLS_BEFORE_THE_LINK = """
 import os, sys, time
 from pathlib import Path
-from shared.cli.main import main
+from azurebank_cli.main import main
 
 marker = Path(sys.argv[1])
 

@@ -1,0 +1,50 @@
+"""The app as `azurebank serve` runs it under uvicorn: the one FastAPI app with the Api runner's
+loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from api_funcs.access_log import AccessLog
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from shared.bootstrap import start_api_host
+from shared.clock import Clock
+from shared.notices.relay_loop import NoticeRelayService
+from shared.settings import Settings
+
+
+def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
+    """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
+    this install lacks is SettingsError here, before anything is served (exit 78)."""
+    services, relay = start_api_host(settings, clock=clock)
+    app = create_app(AppContext.of(services))
+    # Outermost of the app's middleware, so the line has the status the client got.
+    app.add_middleware(AccessLog)
+    attach_relay(app, relay)
+    return app
+
+
+def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
+    """Start the relay after the app's own startup and stop it before the app's shutdown."""
+    app.state.notice_relay = relay
+    app.router.lifespan_context = _with_relay(app.router.lifespan_context, relay)
+
+
+def _with_relay(
+    inner: Callable[[Any], AbstractAsyncContextManager[Any]], relay: NoticeRelayService
+) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
+    @asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            relay.start()
+            try:
+                yield state
+            finally:
+                await relay.stop()
+
+    return lifespan

@@ -1,0 +1,89 @@
+"""`azurebank audit verify`: walk the audit chain in Sequence order and name each broken row
+(DESIGN §8). Exit 0 intact, 1 broken, 78 when Audit__ChainKey is missing or invalid."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from azurebank_cli import exits
+from azurebank_cli.runtime import print_report
+from azurebank_cli.terminal import shows_progress
+from shared.audit.verify import ChainReport, walk_chain
+from shared.bootstrap import open_services
+from shared.db.uow import unit_of_work
+from shared.settings import load_settings
+
+WRONG_KEY_HINT = (
+    "every row's RowHash fails: Audit__ChainKey is probably not the key that wrote this chain "
+    "(a wrong key breaks every row; tampering breaks some)"
+)
+
+
+def register(sub: Any) -> None:
+    audit = sub.add_parser("audit", help="the HMAC-chained audit log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, parser_class=type(audit))
+    verify = audit_sub.add_parser(
+        "verify",
+        help="walk the chain in Sequence order; name each broken row (exit 0 intact, 1 broken)",
+    )
+    verify.add_argument("--json", action="store_true", help="print one JSON document")
+    verify.set_defaults(run=_verify)
+
+
+def _progress(rows: int) -> None:
+    print(f"\r  {rows} rows checked…", end="", file=sys.stderr, flush=True)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    services = open_services(load_settings())
+    chain = services.require_audit_chain()  # SettingsError → exit 78, naming the key
+    interactive = shows_progress() and not args.json
+    try:
+        with unit_of_work(services.engine) as session:
+            report = walk_chain(session, chain, progress=_progress if interactive else None)
+    except SQLAlchemyError as exc:
+        # The type only: a driver's message can carry the URL or parameters.
+        print(
+            f"audit verify: could not read the chain ({type(exc).__name__}); is the database "
+            "reachable and migrated (`azurebank db upgrade`)?",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
+    if interactive and report.rows >= 10_000:
+        print(file=sys.stderr)
+    print_report(report, as_json=args.json, document=_as_json, lines=_lines)
+    return exits.OK if report.intact else exits.FAILURE
+
+
+def _as_json(report: ChainReport) -> dict[str, Any]:
+    return {
+        "intact": report.intact,
+        "rows": report.rows,
+        "lastSequence": report.last_sequence,
+        "findings": [
+            {
+                "sequence": f.sequence,
+                "id": str(f.id) if f.id else None,
+                "problem": f.problem,
+            }
+            for f in report.findings
+        ],
+        "hint": WRONG_KEY_HINT if report.every_row_fails_hmac else None,
+    }
+
+
+def _lines(report: ChainReport) -> list[str]:
+    if report.intact:
+        span = f"Sequence 1..{report.last_sequence}" if report.rows else "empty"
+        return [f"audit verify: chain intact: {report.rows} rows ({span})"]
+    lines = [f"audit verify: BROKEN {finding.line()}" for finding in report.findings]
+    if report.every_row_fails_hmac:
+        lines.append(f"audit verify: {WRONG_KEY_HINT}")
+    lines.append(
+        f"audit verify: chain BROKEN: {len(report.findings)} finding(s) over {report.rows} rows"
+    )
+    return lines

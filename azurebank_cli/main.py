@@ -1,0 +1,54 @@
+"""`azurebank`: one parser, one module per command group, exit codes from azurebank_cli.exits."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from azurebank_cli import audit, db, exits, notices, notify, serve, token, users
+from shared.settings import SettingsError
+
+COMMAND_MODULES = (db, users, token, serve, notify, notices, audit)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(exits.USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="azurebank", description="AzureBank Functions: operator tools.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return exits.CONFIG
+    except SQLAlchemyError as exc:
+        # The type only: a driver's message can carry the host, the SQL or (without the engine's
+        # hide_parameters) an address. No command answers with a traceback (docs/cli.md).
+        print(
+            f"azurebank {args.command}: the database failed ({type(exc).__name__}). Fix: check "
+            "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
+            file=sys.stderr,
+        )
+        return exits.FAILURE
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

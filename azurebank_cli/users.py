@@ -1,0 +1,113 @@
+"""`azurebank users add`: a user with K open accounts holding N each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from azurebank_cli import exits
+from azurebank_cli.runtime import whole_number
+from shared.bootstrap import open_services
+from shared.db.uow import unit_of_work
+from shared.identity.users import UserExists, add_user
+from shared.notices.address import address_problem
+from shared.settings import load_settings
+
+# A quick-start figure, far inside Numeric(18,4) (14 integer digits): a balance near the column's
+# capacity would make a later deposit overflow it.
+MAX_BALANCE = Decimal("1000000000")
+# AspNetUsers.Email (256) and the notice's To (RFC 5321: 254); AzureTag as the API's payee field.
+MAX_TAG = 64
+# POST /api/pin refuses a longer password, so a longer one could never enrol a PIN.
+MAX_PASSWORD = 1024
+
+
+def _amount(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError("must be a number, e.g. 250.00") from None
+    # Compared before quantize: 1e400 would raise InvalidOperation there.
+    if not value.is_finite() or not 0 <= value <= MAX_BALANCE:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_BALANCE}")
+    if value != value.quantize(Decimal("0.01")):
+        raise argparse.ArgumentTypeError("must have at most two decimals")
+    return value
+
+
+def _email(text: str) -> str:
+    # The address every notice of this user goes to: refuse one the renderer cannot write.
+    if address_problem(text) is not None or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            "must be one plain address (name@example.com), at most 254 characters"
+        )
+    return text
+
+
+def _tag(text: str) -> str:
+    if not text.strip() or len(text) > MAX_TAG or text != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"must be 1 to {MAX_TAG} characters, no leading or trailing spaces"
+        )
+    return text
+
+
+def _password(text: str) -> str:
+    if not text or len(text) > MAX_PASSWORD:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PASSWORD} characters")
+    return text
+
+
+def register(sub: Any) -> None:
+    users = sub.add_parser("users", help="users of the bank")
+    users_sub = users.add_subparsers(dest="users_command", required=True, parser_class=type(users))
+    add = users_sub.add_parser(
+        "add",
+        help="add a user with open accounts",
+        description='Add a user with open accounts; prints {"userId": …, "accountIds": […]}. '
+        "Exit 0; 1 when the email or AzureTag is taken or the database failed; 64; 78.",
+    )
+    add.add_argument("--email", type=_email, required=True, help="the sign-in and notice address")
+    add.add_argument(
+        "--password", type=_password, required=True, help=f"1 to {MAX_PASSWORD} characters"
+    )
+    add.add_argument(
+        "--azure-tag", type=_tag, required=True, help=f"the payee name, 1 to {MAX_TAG} characters"
+    )
+    add.add_argument(
+        "--balance",
+        type=_amount,
+        default=Decimal(0),
+        help=f"each account's balance, 0 to {MAX_BALANCE}, at most two decimals (default 0)",
+    )
+    add.add_argument(
+        "--accounts",
+        type=whole_number(1, 100),
+        default=1,
+        help="how many accounts, 1 to 100 (default 1)",
+    )
+    add.set_defaults(run=_add)
+
+
+def _add(args: argparse.Namespace) -> int:
+    services = open_services(load_settings())
+    with unit_of_work(services.engine) as session:
+        try:
+            user = add_user(
+                session,
+                services.clock,
+                email=args.email,
+                password=args.password,
+                azure_tag=args.azure_tag,
+                balance=args.balance,
+                accounts=args.accounts,
+            )
+        except UserExists as exc:
+            print(f"azurebank users add: {exc.title}", file=sys.stderr)
+            return exits.FAILURE
+        session.commit()
+    print(json.dumps({"userId": user.user_id, "accountIds": [str(a) for a in user.account_ids]}))
+    return exits.OK

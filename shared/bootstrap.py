@@ -1,0 +1,279 @@
+"""The composition root (DESIGN §2): one function builds every service of a host, once, from
+checked settings, an engine and a clock.
+
+The FastAPI context, the Functions host, `serve`, every command of the command line, the benches
+and the test fixtures take their services from here; a route handler only reads them, so nothing
+is built per request and a new collaborator of a service is wired in this one file. No FastAPI
+or Azure type appears here: the edges translate, `shared` decides.
+
+    bootstrap(settings, engine, clock, runner=…)   every service, and the notice sweep of a runner
+    open_services(settings, clock=…, …)            the same, on the cached engine of the host's URL
+    hosted_relay(kind, settings)                   a hosted host's services and its HostedRelay
+    start_api_host(settings)                       `serve`'s services and its relay loop
+    start_function_host(settings)                  the Functions host: composed, its relay announced
+    function_host()                                that, once per process, from the environment
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from shared.audit.chain import AuditChain, UnkeyedAuditChain
+from shared.clock import Clock, SystemClock
+from shared.db.engine import get_engine
+from shared.identity.pin_service import PinChanges
+from shared.identity.pins import PinVerifier
+from shared.identity.tokens import TokenVerifier
+from shared.money.applock_sql import DailyLimitLock
+from shared.money.daily_limit import DailyOutflowLimit
+from shared.money.idempotency import IdempotencyKeys
+from shared.money.mint import TransferMint
+from shared.money.ports import AuditAppender
+from shared.money.rails import AccountRails
+from shared.money.transfers import TransferService
+from shared.notices.claim import VERB_LEASE_SECONDS
+from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.relay_loop import NoticeRelayService
+from shared.notices.runner_name import make_runner_name, runner_kind
+from shared.notices.sweep import NoticeSweep
+from shared.notices.transports import NoticeTransport, transport_from_settings
+from shared.settings import (
+    Settings,
+    SettingsError,
+    fix_for,
+    function_host_settings,
+    require_host,
+)
+
+log = logging.getLogger("azurebank.bootstrap")
+
+# DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
+LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
+
+
+@dataclass(frozen=True)
+class Services:
+    """Every service of one host, built once. `audit_chain` is None while Audit__ChainKey is
+    unset (only hosts that never write audit rows may start so); `sweep` is the notice sweep of
+    the runner this host was built for, or None when it was built for none."""
+
+    settings: Settings
+    engine: Engine
+    clock: Clock
+    tokens: TokenVerifier
+    limit: DailyOutflowLimit
+    pins: PinVerifier
+    pin_changes: PinChanges
+    mint: TransferMint
+    transfers: TransferService
+    rails: AccountRails
+    idempotency: IdempotencyKeys
+    audit_chain: AuditChain | None
+    sweep: NoticeSweep | None
+
+    def require_audit_chain(self) -> AuditChain:
+        """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
+        if self.audit_chain is None:
+            return AuditChain.from_settings(self.settings)  # raises, naming the key and the fix
+        return self.audit_chain
+
+
+def bootstrap(
+    settings: Settings,
+    engine: Engine,
+    clock: Clock,
+    *,
+    runner: str | None = None,
+    transport: NoticeTransport | None = None,
+    daily_limit_lock: DailyLimitLock | None = None,
+) -> Services:
+    """Build every service of a host. `settings` have passed `require_host` for that host.
+    Longer than most functions because it is the one list of a host's services, one per line.
+
+    `runner` is the name this host's notice runner stamps into LeasedBy (ADR-0048 D2, D5); its
+    sweep is built under it, with the verb's two-minute lease for a `verb/…` name. `transport`
+    and `daily_limit_lock` replace the ones the settings would give: the control tests and the
+    bench's baseline turn the lock off."""
+    lock_timeout = settings.DailyLimit.LockTimeoutSeconds
+    chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
+    audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
+    limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
+    pins = PinVerifier(engine, clock, settings.Pin)
+    return Services(
+        settings=settings,
+        engine=engine,
+        clock=clock,
+        tokens=TokenVerifier(settings, clock),
+        limit=limit,
+        pins=pins,
+        pin_changes=PinChanges(engine, clock, audit, pins),
+        mint=TransferMint(
+            engine,
+            clock,
+            limit,
+            pins,
+            authorization_seconds=settings.Transfers.AuthorizationSeconds,
+        ),
+        transfers=TransferService(
+            engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
+        ),
+        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
+        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
+        audit_chain=chain,
+        sweep=None if runner is None else _sweep(settings, engine, clock, runner, transport),
+    )
+
+
+def _sweep(
+    settings: Settings,
+    engine: Engine,
+    clock: Clock,
+    runner: str,
+    transport: NoticeTransport | None,
+) -> NoticeSweep:
+    verb = runner_kind(runner) == "verb"
+    lease = VERB_LEASE_SECONDS if verb else settings.Notices.LeaseSeconds
+    return NoticeSweep.from_settings(
+        engine,
+        clock,
+        settings,
+        runner,
+        lease_seconds=lease,
+        transport=transport,
+    )
+
+
+def database_url(settings: Settings, *, local_default: bool) -> str:
+    """Database__Url, or (for the command line and `serve` only) the local SQLite file."""
+    url = settings.Database.Url
+    if url is None and local_default:
+        return LOCAL_DATABASE_URL
+    if url is None:
+        raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
+    return url
+
+
+def open_services(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    database_url_override: str | None = None,
+    local_default: bool = True,
+    runner: str | None = None,
+    transport: NoticeTransport | None = None,
+) -> Services:
+    """`bootstrap` on the process's cached engine for the host's database URL. The engine is
+    built, not connected: a driver this install lacks is SettingsError now (exit 78)."""
+    url = database_url_override or database_url(settings, local_default=local_default)
+    engine = get_engine(url)
+    return bootstrap(settings, engine, clock or SystemClock(), runner=runner, transport=transport)
+
+
+class LazyServices:
+    """A host's services, composed on their first use (a request or a tick), not at the host's
+    start: importing function_app.py builds no engine (DESIGN §2). Thread-safe; built once."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock,
+        database_url: str,
+        runner: str | None = None,
+        transport: NoticeTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.runner = runner
+        self._url = database_url
+        self._transport = transport
+        self._built: Services | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Services:
+        with self._lock:
+            if self._built is None:
+                self._built = bootstrap(
+                    self.settings,
+                    get_engine(self._url),
+                    self.clock,
+                    runner=self.runner,
+                    transport=self._transport,
+                )
+            return self._built
+
+    def sweep(self) -> NoticeSweep:
+        """The sweep of the runner these services were composed for."""
+        sweep = self().sweep
+        if sweep is None:
+            raise ValueError("these services were composed for no notice runner")
+        return sweep
+
+
+def hosted_relay(
+    kind: HostedKind,
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    database_url_override: str | None = None,
+) -> tuple[LazyServices, HostedRelay]:
+    """A hosted host's services and its relay, from settings checked here, once, at its start
+    (ADR-0048 D6, ADR-0051 D3): a partial set is SettingsError naming the key and the fix.
+    The flag is read here, once; the runner's name and target are fixed now, and nothing
+    connects (a transport connects on its first delivery, the engine on the first sweep)."""
+    require_host(settings, kind)
+    named = is_named(settings, kind)
+    transport = transport_from_settings(settings) if named else None
+    services = LazyServices(
+        settings,
+        clock=clock or SystemClock(),
+        # DESIGN §4: `serve` falls back to the local file; the Functions host never does.
+        database_url=database_url_override or database_url(settings, local_default=kind == "api"),
+        runner=make_runner_name(kind) if named else None,
+        transport=transport,
+    )
+    relay = HostedRelay(
+        kind,
+        settings,
+        runner=services.runner,
+        target=None if transport is None else transport.describe(),
+        sweep=services.sweep if named else None,
+    )
+    return services, relay
+
+
+@dataclass(frozen=True)
+class FunctionHost:
+    """The Functions host: one set of services for the HTTP Functions and the timer."""
+
+    services: LazyServices
+    relay: HostedRelay
+
+
+def start_api_host(
+    settings: Settings, *, clock: Clock | None = None
+) -> tuple[Services, NoticeRelayService]:
+    """The API host `serve` runs: its services, built now (a driver this install lacks is
+    SettingsError here, exit 78, not a 500 a request), and its relay loop, always registered
+    (ADR-0048 D1) so every API host reads the flag and says what it does."""
+    services, relay = hosted_relay("api", settings, clock=clock)
+    return services(), NoticeRelayService(relay)
+
+
+def start_function_host(settings: Settings, *, clock: Clock | None = None) -> FunctionHost:
+    """Compose the Functions host and announce its relay (DESIGN §6), or its stepping aside."""
+    services, relay = hosted_relay("function", settings, clock=clock)
+    relay.announce(f"schedule {settings.Notices.Schedule}")
+    return FunctionHost(services, relay)
+
+
+@functools.cache
+def function_host() -> FunctionHost:
+    """The Functions host, started once per process (relay_func's import) from the settings
+    read and checked there; the HTTP Functions reuse it on their first request."""
+    return start_function_host(function_host_settings())

@@ -1,5 +1,0 @@
-import sys
-
-from shared.cli.main import main
-
-sys.exit(main())

@@ -1,0 +1,94 @@
+"""HostedRelay: the one hosted runner of the relay, for the API's loop (ADR-0048 D1) and the
+timer Function (ADR-0051) alike.
+
+Built at the host's start from settings checked once (shared.bootstrap.hosted_relay), it reads
+`Notices__Runner` once: the runner the flag names announces itself with the name a reader
+matches against `LeasedBy`, and each tick runs one NoticeSweep; every other host says it steps
+aside (ADR-0051 D4) and its ticks return at once, touching nothing. The one catch-all is the
+sweep's own: NoticeSweep.run never raises an ordinary exception (D1, D7).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+from shared.notices.sweep import NoticeSweepSummary
+from shared.settings import NoticeRunner, Settings
+
+HostedKind = Literal["api", "function"]
+
+log = logging.getLogger("azurebank.notices.relay")
+
+# The flag value that names each hosted runner (ADR-0048 D6).
+_NAMED_BY: dict[HostedKind, NoticeRunner] = {
+    "api": NoticeRunner.API,
+    "function": NoticeRunner.FUNCTION,
+}
+
+
+class Sweep(Protocol):
+    """What a hosted runner needs of its NoticeSweep."""
+
+    def run(self) -> NoticeSweepSummary: ...
+
+
+def is_named(settings: Settings, kind: HostedKind) -> bool:
+    """ADR-0048 D1: the flag, not the lease, says whether this kind of runner delivers."""
+    return settings.Notices.Runner is _NAMED_BY[kind]
+
+
+class HostedRelay:
+    """One hosted runner. Named by the flag: its runner name, its target's description and its
+    sweep, which is built on the first tick (nothing connects at start, DESIGN §2). Not named:
+    none of them."""
+
+    def __init__(
+        self,
+        kind: HostedKind,
+        settings: Settings,
+        *,
+        runner: str | None = None,
+        target: str | None = None,
+        sweep: Callable[[], Sweep] | None = None,
+    ) -> None:
+        if (runner is None) != (sweep is None):
+            raise ValueError("a hosted runner has both a name and a sweep, or neither")
+        self.kind = kind
+        self.settings = settings
+        self.runner = runner  # the name it stamps into LeasedBy
+        self.target = target
+        self._sweep = sweep
+
+    @property
+    def delivers(self) -> bool:
+        return self._sweep is not None
+
+    def announce(self, cadence: str) -> None:
+        """Once, at start: DESIGN §6's `live as …` line, or the step-aside line."""
+        if self.runner is None:
+            # ADR-0051 D4: the flag's value, and that this process delivers nothing.
+            log.info(
+                "Notice relay: Notices__Runner is %s; this process delivers nothing",
+                self.settings.Notices.Runner.value,
+            )
+            return
+        n = self.settings.Notices
+        log.info(
+            "Notice relay: live as %s, %s, lease %ss, batch %s, into %s",
+            self.runner,
+            cadence,
+            n.LeaseSeconds,
+            n.BatchSize,
+            self.target,
+        )
+
+    def tick(self, *, past_due: bool = False) -> NoticeSweepSummary | None:
+        """One sweep when this host is named, none otherwise; never raises (the sweep's
+        catch-all logs a sweep that failed as a whole at Error, by exception type only)."""
+        if self._sweep is None:
+            return None
+        if past_due:
+            log.warning("Notice relay: this tick is late (past due); sweeping now")
+        return self._sweep().run()

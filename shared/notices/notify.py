@@ -1,0 +1,148 @@
+"""The notify verb's protocol (ADR-0048 D5): drain what is owed under the verb's own lease,
+let go of what it still holds at exit, and decide the exit.
+
+The verb claims like every other runner (`verb/{host}/{pid}/{8 hex}`, two minutes), because a verb
+that merely read free rows would leave a window between its read and its write in which the relay
+claims the same rows. It sweeps until nothing is free or its own lease lapses, and steps aside for
+rows another runner holds under a live lease: it counts them and names their holder.
+
+Exit codes (DESIGN §8): 0 delivered; 2 nothing to do, and the line says which reading; 6 a file
+was refused; 1 another failure left rows owed (this wins over 6 when both happened, since moving
+the refused file would not fix it). The command line adds 78 for settings refused.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from shared.clock import Clock
+from shared.db.uow import writing_unit_of_work
+from shared.notices.evidence import EvidenceFinding
+from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
+from shared.notices.status import LeaseHolder, lease_holders
+from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
+
+log = logging.getLogger("azurebank.notices.notify")
+
+READING_NOTHING_OWED = "nothing owed"
+READING_HELD_BY_OTHERS = "everything owed is held under another runner's live lease"
+
+
+class NotifyExit(enum.IntEnum):
+    """The verb's exits (ADR-0048 D3, D5; DESIGN §8)."""
+
+    DELIVERED = 0
+    FAILED = 1  # another failure left rows owed
+    NOTHING_TO_DO = 2  # nothing owed, or everything owed is held under another's live lease
+    REFUSED_FILE = 6  # a notice file already exists (D3)
+
+
+@dataclass
+class NotifyReport:
+    """What one `notify` did, across all its sweeps."""
+
+    runner: str
+    target: str
+    sweeps: int = 0
+    last: dict[uuid.UUID, DeliveryOutcome] = field(default_factory=dict)
+    findings: list[EvidenceFinding] = field(default_factory=list)
+    lease_lapsed: bool = False
+    failed_whole: str | None = None
+    held_by_others: tuple[LeaseHolder, ...] = ()
+    released: int = 0  # owed rows this run held at its end and let go of
+
+    def ids(self, *statuses: DeliveryStatus) -> list[uuid.UUID]:
+        return [i for i, o in self.last.items() if o.status in statuses]
+
+    @property
+    def delivered(self) -> int:
+        return len(self.ids(DeliveryStatus.DELIVERED))
+
+    @property
+    def refused(self) -> list[uuid.UUID]:
+        return self.ids(DeliveryStatus.REFUSED)
+
+    @property
+    def failed(self) -> list[DeliveryOutcome]:
+        return [o for o in self.last.values() if o.status in FAILURES]
+
+    @property
+    def exit_code(self) -> NotifyExit:
+        if self.failed_whole or self.lease_lapsed or self.failed:
+            return NotifyExit.FAILED
+        if self.refused:
+            return NotifyExit.REFUSED_FILE
+        if self.delivered:
+            return NotifyExit.DELIVERED
+        return NotifyExit.NOTHING_TO_DO
+
+    @property
+    def reading(self) -> str | None:
+        """Which reading of exit 2 applies (D5), or None when the exit is not 2."""
+        if self.exit_code != NotifyExit.NOTHING_TO_DO:
+            return None
+        return READING_HELD_BY_OTHERS if self.held_by_others else READING_NOTHING_OWED
+
+
+def drain(
+    sweep: NoticeSweep,
+    engine: Engine,
+    clock: Clock,
+    *,
+    progress: Callable[[int, NoticeSweepSummary, int], None] | None = None,
+) -> NotifyReport:
+    """Sweep until nothing is free (or the batch is full of rows that failed), the lease lapses,
+    or a sweep fails whole; then name what other runners hold under a live lease."""
+    report = NotifyReport(runner=sweep.runner, target=sweep.transport.describe())
+
+    def record(outcome: DeliveryOutcome) -> None:
+        report.last[outcome.notice_id] = outcome
+        if outcome.finding is not None:
+            report.findings.append(outcome.finding)
+
+    while True:
+        # A row that failed once in this run is not tried again in it: it stays held (and counts
+        # against the batch, D2) for the next run or, once the lease lapses, another runner.
+        tried_and_owed = frozenset(i for i, o in report.last.items() if o.owed)
+        summary = sweep.run(exclude=tried_and_owed, on_outcome=record)
+        report.sweeps += 1
+        if progress is not None:
+            progress(report.sweeps, summary, report.delivered)
+        if summary.failed_whole:
+            report.failed_whole = summary.failed_whole
+            break
+        if summary.lease_lapsed:
+            report.lease_lapsed = True
+            break
+        # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
+        # rows that failed, D2's cap; a refused row resting takes no room, D3).
+        if summary.claimed == 0 or summary.claimed < summary.room:
+            break
+    _release_at_exit(sweep, engine, clock, report)
+    return report
+
+
+def _release_at_exit(
+    sweep: NoticeSweep, engine: Engine, clock: Clock, report: NotifyReport
+) -> None:
+    """Let go of what this run still holds, and name what others hold under a live lease."""
+    try:
+        with writing_unit_of_work(engine) as session:
+            # Beyond the ADR: the verb is about to exit, so its lease protects nothing any more;
+            # it lets go of the rows it could not deliver, so that "move the file and run again"
+            # (D3's runbook) works at once instead of after two minutes of exit 2 "held by verb/…".
+            report.released = sweep.claim.release(session)
+            session.commit()
+            report.held_by_others = lease_holders(
+                session, clock.now(), live_only=True, excluding=sweep.runner
+            )
+    except Exception as exc:
+        # By type only, as every relay failure (ADR-0048 D4); the lease lapses on its own.
+        log.error("notify could not release its rows or read other holders: %s", type(exc).__name__)
+        report.failed_whole = report.failed_whole or type(exc).__name__

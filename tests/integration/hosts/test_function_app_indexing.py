@@ -1,0 +1,92 @@
+"""DESIGN §2: importing function_app.py opens nothing, and the host's indexing sees every
+Function."""
+
+from __future__ import annotations
+
+import json
+import socket
+import textwrap
+from typing import Any
+
+import pytest
+
+from api_funcs.functions import OPERATIONS
+from tests.support import CHAIN_KEY, run_python
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def indexed() -> dict[str, Any]:
+    """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
+    process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
+    port = _closed_port()
+    code = textwrap.dedent(
+        """
+        import json, socket
+        attempts = []
+        real = socket.socket.connect
+        def watch(self, address):
+            attempts.append(repr(address))
+            return real(self, address)
+        socket.socket.connect = watch
+        # psycopg connects through libpq, which no Python socket sees: watch SQLAlchemy too.
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+        event.listen(Engine, "engine_connect", lambda conn: attempts.append("engine_connect"))
+        import function_app
+        from shared.db import engine as engines
+        attempts.extend(f"engine built for {u}" for u in engines._engines)
+        fns = {f.get_function_name(): json.loads(f.get_function_json())
+               for f in function_app.app.get_functions()}
+        print(json.dumps({"attempts": attempts, "functions": fns}))
+        """
+    )
+    settings = {
+        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{port}/nothing",
+        "Audit__ChainKey": CHAIN_KEY,
+    }
+    out = run_python("-c", code, settings=settings, check=True)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _http_trigger(function: dict[str, Any]) -> dict[str, Any] | None:
+    return next((b for b in function["bindings"] if b["type"] == "httpTrigger"), None)
+
+
+def test_importing_function_app_with_an_unreachable_database_connects_to_nothing(
+    indexed: dict[str, Any],
+) -> None:
+    assert indexed["attempts"] == []
+
+
+def test_health_is_an_anonymous_get_function_on_route_health(indexed: dict[str, Any]) -> None:
+    trigger = _http_trigger(indexed["functions"]["health"])
+    assert trigger is not None
+    assert trigger["route"] == "health"
+    assert trigger["authLevel"] == "ANONYMOUS"
+    assert trigger["methods"] == ["GET"]
+
+
+def test_every_operation_is_one_named_http_function_with_its_route_methods_and_auth_level(
+    indexed: dict[str, Any],
+) -> None:
+    http = {
+        name: trigger
+        for name, fn in indexed["functions"].items()
+        if (trigger := _http_trigger(fn)) is not None
+    }
+    assert set(http) == {op.name for op in OPERATIONS}
+    for op in OPERATIONS:
+        trigger = http[op.name]
+        assert trigger["route"] == op.route
+        assert sorted(trigger["methods"]) == sorted(op.methods)
+        assert trigger["authLevel"] == op.auth_level.name
+        # DESIGN §5: every /api operation but health carries authLevel function on Azure.
+        expected = "ANONYMOUS" if op.name == "health" else "FUNCTION"
+        assert trigger["authLevel"] == expected, op.name

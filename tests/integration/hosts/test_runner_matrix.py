@@ -1,0 +1,123 @@
+"""ADR-0048 D1, ADR-0051 D4: `Notices__Runner` ∈ {None, Api, Function} × host ∈ {the Function
+host, `serve`}. Exactly the named host delivers; the other logs the flag's value and delivers
+nothing; None delivers nowhere.
+
+Both hosts are driven in-process, as each starts: the Function host as `relay_func` builds it
+(start_function_host) and one tick; `serve`'s app as `build_served_app` builds it, its relay
+started, one sweep, stopped. Real SQLite and PostgreSQL, a real pickup directory under tmp_path
+(outside any git tree).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+from api_funcs.served import build_served_app
+from shared.bootstrap import start_function_host
+from shared.notices.relay_loop import NoticeRelayService
+from shared.settings import Settings, load_settings
+from tests.runner_support import connection_attempts, notice_state, owe_notices
+from tests.support import CHAIN_KEY, CONTACT
+
+RELAY_LOGGER = "azurebank.notices.relay"
+
+
+def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
+    # Both hosts' checks pass whatever the flag: the target and contact are set for both.
+    return load_settings(
+        {
+            "Database__Url": db_url,
+            "Audit__ChainKey": CHAIN_KEY,
+            "Notices__Runner": runner,
+            "Notices__PickupDirectory": str(pickup),
+            "Notices__Contact": CONTACT,
+        }
+    )
+
+
+def _drive_function_host(settings: Settings) -> None:
+    start_function_host(settings).relay.tick(past_due=False)
+
+
+def _drive_serve(settings: Settings) -> None:
+    relay = build_served_app(settings).state.notice_relay
+    assert isinstance(relay, NoticeRelayService)
+
+    async def one_sweep() -> None:
+        relay.start()
+        await relay.sweep_once()
+        await relay.stop()
+
+    asyncio.run(one_sweep())
+
+
+HOSTS = {"function": _drive_function_host, "serve": _drive_serve}
+NAMED = {"None": None, "Api": "serve", "Function": "function"}
+
+
+def _delivered(db_url: str, pickup: Path, notice_id: uuid.UUID) -> bool:
+    state = notice_state(db_url, notice_id)
+    on_disk = (pickup / f"{notice_id}.eml").exists()
+    assert on_disk == (state.delivered_at is not None), "file and row disagree"
+    return on_disk
+
+
+@pytest.mark.parametrize("runner", ["None", "Api", "Function"])
+def test_d1_exactly_the_host_the_flag_names_delivers(
+    runner: str, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pickup = tmp_path / "pickup"
+    pickup.mkdir()
+    settings = _settings(db_url, pickup, runner)
+    delivered_by: dict[str, bool] = {}
+    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        for host, drive in HOSTS.items():
+            # A fresh owed notice before each host, so each host's effect is seen on its own.
+            (notice,) = owe_notices(db_url)
+            caplog.clear()
+            drive(settings)
+            delivered_by[host] = _delivered(db_url, pickup, notice)
+            lines = [r.getMessage() for r in caplog.records if r.name == RELAY_LOGGER]
+            if NAMED[runner] == host:
+                kind = "function" if host == "function" else "api"
+                assert any(ln.startswith(f"Notice relay: live as {kind}/") for ln in lines)
+            else:
+                assert lines[0] == (
+                    f"Notice relay: Notices__Runner is {runner}; this process delivers nothing"
+                )
+    assert delivered_by == {host: NAMED[runner] == host for host in HOSTS}
+    if runner == "None":
+        assert list(pickup.iterdir()) == []
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("host", "runner"),
+    [("function", "None"), ("function", "Api"), ("serve", "None"), ("serve", "Function")],
+)
+def test_adr_0051_d4_a_host_not_named_returns_at_once_without_touching_the_database(
+    host: str,
+    runner: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A database nobody listens on: any attempt to use it would also be an Error line.
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing"
+    pickup = tmp_path / "pickup"
+    pickup.mkdir()
+    with connection_attempts() as attempts, caplog.at_level(logging.INFO):
+        for _ in range(3):
+            HOSTS[host](_settings(url, pickup, runner))
+    assert attempts == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -1,0 +1,63 @@
+"""DESIGN §3: driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
+ran out (ADR-0050 D5: the 503 LOCK_TIMEOUT, never the 422), a race the server rolled back (the
+money retry's), and a database that cannot be reached; every other error is none of them."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import psycopg.errors
+import pytest
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from shared.db.faults import DriverFault, driver_fault, map_driver_faults
+
+
+def _wrapped(orig: BaseException, statement: str | None = "SELECT 1") -> DBAPIError:
+    return OperationalError(statement, {}, orig)
+
+
+MSSQL_APPLOCK_REFUSED = Exception(
+    "('42000', '[42000] [Microsoft][ODBC Driver 18 for SQL Server][SQL Server]daily-limit "
+    "lock not granted: sp_getapplock returned -1 (51050) (SQLExecDirectW)')"
+)
+
+
+def test_d5_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
+    lock = DriverFault.LOCK_TIMEOUT
+    assert driver_fault(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql") is lock
+    assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is not lock
+    assert driver_fault(_wrapped(sqlite3.OperationalError("database is locked")), "sqlite") is lock
+    assert driver_fault(_wrapped(sqlite3.OperationalError("no such table: x")), "sqlite") is None
+    assert driver_fault(_wrapped(MSSQL_APPLOCK_REFUSED), "mssql") is lock
+    assert driver_fault(_wrapped(Exception("Invalid object name (208)")), "mssql") is None
+
+
+def test_deadlocks_and_serialization_failures_are_transient() -> None:
+    transient = DriverFault.TRANSIENT
+    assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is transient
+    assert driver_fault(_wrapped(psycopg.errors.SerializationFailure()), "postgresql") is transient
+    victim = Exception("Transaction was deadlocked ... Rerun the transaction. (1205)")
+    assert driver_fault(_wrapped(victim), "mssql") is transient
+
+
+def test_a_failure_to_connect_is_unavailable_and_a_statements_own_error_is_not() -> None:
+    refused = sqlite3.OperationalError("unable to open database file")
+    assert driver_fault(_wrapped(refused, statement=None), "sqlite") is DriverFault.UNAVAILABLE
+    assert driver_fault(IntegrityError("INSERT", {}, Exception("unique")), "sqlite") is None
+    assert driver_fault(ValueError("not a driver error"), "sqlite") is None
+
+
+class Mapped(Exception):
+    pass
+
+
+def test_map_driver_faults_raises_the_named_fault_without_the_drivers_text() -> None:
+    locked = _wrapped(sqlite3.OperationalError("database is locked: /secret/path.db"))
+    faults = {DriverFault.LOCK_TIMEOUT: Mapped}
+    with pytest.raises(Mapped) as raised, map_driver_faults("sqlite", faults):
+        raise locked
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    other = _wrapped(sqlite3.OperationalError("no such table: x"))
+    with pytest.raises(OperationalError), map_driver_faults("sqlite", faults):
+        raise other
