@@ -31,11 +31,11 @@ from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempo
 from shared.bootstrap import Services
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
-from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse
+from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse, SuccessHook
 from shared.money.mint import MintRequest
 from shared.money.rails import AccountRails
 from shared.money.refusals import IdempotencyKeyRequired
-from shared.money.transfers import SuccessHook, TransferOrder
+from shared.money.transfers import TransferOrder
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
@@ -185,17 +185,16 @@ class MoneyOperation:
         body: BaseModel,
         move: Callable[[SuccessHook], object],
     ) -> Response:
-        """Run `move(on_success)` at most once per key: its hook stores the rendered receipt in
-        the money's own transaction; a retry answers that text with Idempotency-Replayed."""
+        """Run `move(on_success)` at most once per key: its hook renders the receipt into the
+        success the money's own transaction stores; a retry answers that text with
+        Idempotency-Replayed."""
         key = _idempotency_key(request)
         stored, replayed = services.idempotency.run(
             user_id,
             self.name,
             key,
             _canonical(body),
-            lambda store: move(
-                lambda session, receipt: store(session, self.response.render(receipt))
-            ),
+            lambda success: move(lambda receipt: success(self.response.render(receipt))),
             status=201,
         )
         return _answer(stored, replayed)
