@@ -1,64 +1,43 @@
 """What each operation declares in the OpenAPI document (DESIGN §5; ADR-0050 Consequences): per
 status, a problem+json schema whose `errorCode` is one of the codes that status can carry, the
 same list as `x-error-codes`, per code the extension members it always sends, and the headers
-those codes send. Every route declares its refusals through `error_code_responses` (the one
-helper: identity's and money's routes alike)."""
+those codes send. All of it is derived from the refusal classes an operation can raise
+(polar's endpoints take their error classes' schemas): a route lists them, in rung order, to
+`error_code_responses`, and a renamed code or a new member reaches the document by itself."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from api_funcs.problems import PROBLEM_JSON, problem_type
+from api_funcs.problems import PROBLEM_JSON, DatabaseUnavailable, problem_type
+from shared.errors import DomainError, MemberType
 
-_NUMBER = {"type": "number"}
-
-# The members a code always carries (ADR-0050 D7; DESIGN §5); `remaining` is never sent.
-CODE_MEMBERS: dict[str, dict[str, dict[str, Any]]] = {
-    "DAILY_LIMIT_EXCEEDED": {
-        "limit": _NUMBER,
-        "used": _NUMBER,
-        "requested": _NUMBER,
-        "resetsAt": {"type": "string", "format": "date-time"},
-    },
-    "INSUFFICIENT_FUNDS": {"available": _NUMBER, "requested": _NUMBER},
-    "VALIDATION_FAILED": {
-        "errors": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["field", "message"],
-                "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
-            },
-        }
+# The JSON schema of each member type a refusal declares (shared.errors.MemberType).
+_MEMBER_SCHEMAS: dict[MemberType, dict[str, Any]] = {
+    "number": {"type": "number"},
+    "date-time": {"type": "string", "format": "date-time"},
+    "field-errors": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["field", "message"],
+            "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+        },
     },
 }
-_FORBIDDEN_MEMBERS: dict[str, list[str]] = {"DAILY_LIMIT_EXCEEDED": ["remaining"]}
-
-_RETRY_AFTER = {
+_HEADER_SCHEMAS: dict[str, dict[str, Any]] = {
     "Retry-After": {
         "description": "Whole seconds to wait before trying again.",
         "schema": {"type": "integer", "minimum": 1},
-    }
-}
-_WWW_AUTHENTICATE = {
+    },
     "WWW-Authenticate": {
         "description": "The scheme to authenticate with.",
         "schema": {"type": "string", "enum": ["Bearer"]},
-    }
+    },
 }
-# The headers a code always sends (shared.errors: each refusal's `headers`).
-CODE_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
-    "UNAUTHENTICATED": _WWW_AUTHENTICATE,
-    "PIN_LOCKED": _RETRY_AFTER,
-    "IDEMPOTENCY_IN_PROGRESS": _RETRY_AFTER,
-    "LOCK_TIMEOUT": _RETRY_AFTER,
-    "CONCURRENCY_CONFLICT": _RETRY_AFTER,
-    "DATABASE_UNAVAILABLE": _RETRY_AFTER,
-}
-# api_funcs.problems.DatabaseUnavailable: any operation that reads or writes the database can
-# meet an outage (every /api operation but health: the bearer check itself reads AspNetUsers).
-DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+
+Refusals = Sequence[type[DomainError]]
 
 _DESCRIPTIONS = {
     400: "The request is malformed.",
@@ -73,47 +52,50 @@ _DESCRIPTIONS = {
 }
 
 
-def _code_schema(status: int, code: str) -> dict[str, Any]:
-    members = CODE_MEMBERS.get(code, {})
+def _code_schema(refusal: type[DomainError]) -> dict[str, Any]:
+    members = {name: _MEMBER_SCHEMAS[kind] for name, kind in refusal.member_types.items()}
+    code = refusal.error_code
     schema: dict[str, Any] = {
         "type": "object",
         "required": ["type", "title", "status", "errorCode", "traceId", *members],
         "properties": {
             "type": {"type": "string", "enum": [problem_type(code)]},
             "title": {"type": "string"},
-            "status": {"type": "integer", "enum": [status]},
+            "status": {"type": "integer", "enum": [refusal.status]},
             "errorCode": {"type": "string", "enum": [code]},
             "traceId": {"type": "string"},
             **members,
         },
     }
-    forbidden = _FORBIDDEN_MEMBERS.get(code)
-    if forbidden:
-        schema["not"] = {"anyOf": [{"required": [name]} for name in forbidden]}
+    if refusal.never_members:
+        schema["not"] = {"anyOf": [{"required": [name]} for name in refusal.never_members]}
     return schema
 
 
 def error_code_responses(
-    codes: Mapping[int, Sequence[str]], *, touches_database: bool = True
+    refusals: Refusals, *, touches_database: bool = True
 ) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for these statuses and codes (each status's codes in rung order),
-    plus 503 DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
-    out: dict[int | str, dict[str, Any]] = {}
-    table = {status: list(names) for status, names in codes.items()}
+    """FastAPI `responses=` for the refusal classes an operation can raise, in rung order: per
+    status, each class's errorCode, members and headers as the class declares them; plus 503
+    DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
+    by_status: dict[int, dict[str, type[DomainError]]] = {}
+    declared: list[type[DomainError]] = [*refusals]
     if touches_database:
-        table.setdefault(503, []).append(DATABASE_UNAVAILABLE)
-    for status, names in sorted(table.items()):
-        ordered = list(dict.fromkeys(names))
+        declared.append(DatabaseUnavailable)
+    for refusal in declared:
+        by_status.setdefault(refusal.status, {}).setdefault(refusal.error_code, refusal)
+    out: dict[int | str, dict[str, Any]] = {}
+    for status, codes in sorted(by_status.items()):
         entry: dict[str, Any] = {
             "description": f"{_DESCRIPTIONS.get(status, 'Refused.')} errorCode: "
-            + ", ".join(ordered)
+            + ", ".join(codes)
             + ".",
             "content": {
-                PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(status, c) for c in ordered]}}
+                PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(r) for r in codes.values()]}}
             },
-            "x-error-codes": ordered,
+            "x-error-codes": list(codes),
         }
-        headers = {name: h for code in ordered for name, h in CODE_HEADERS.get(code, {}).items()}
+        headers = {h: _HEADER_SCHEMAS[h] for r in codes.values() for h in r.sends}
         if headers:
             entry["headers"] = headers
         out[status] = entry

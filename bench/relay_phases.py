@@ -51,7 +51,7 @@ def _timed(owner: Any, name: str, label: str) -> None:
 def _timed_unit_of_work() -> None:
     # The mark's whole unit of work: checkout (with the pool's pre-ping), BEGIN, the conditional
     # UPDATE, COMMIT, close. NoticeDeliveryRun opens no other unit of work.
-    inner = delivery.unit_of_work
+    inner = delivery.writing_unit_of_work
 
     @contextlib.contextmanager
     def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -62,7 +62,7 @@ def _timed_unit_of_work() -> None:
         finally:
             _spent["mark (checkout, UPDATE, COMMIT)"] += time.perf_counter() - started
 
-    delivery.unit_of_work = wrapper  # type: ignore[assignment]
+    delivery.writing_unit_of_work = wrapper  # type: ignore[assignment]
 
 
 STEPS = (
@@ -70,8 +70,8 @@ STEPS = (
     (
         "per sweep",
         "re-read by name with address and evidence",
-        delivery.NoticeDeliveryRun,
-        "read_held",
+        NoticeClaim,
+        "held",
     ),
     ("per sweep", "other runners' leases", sweep, "lease_holders"),
     ("per row", "address check", delivery, "address_problem"),

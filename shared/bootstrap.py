@@ -95,6 +95,7 @@ def bootstrap(
     daily_limit_lock: DailyLimitLock | None = None,
 ) -> Services:
     """Build every service of a host. `settings` have passed `require_host` for that host.
+    Longer than most functions because it is the one list of a host's services, one per line.
 
     `runner` is the name this host's notice runner stamps into LeasedBy (ADR-0048 D2, D5); its
     sweep is built under it, with the verb's two-minute lease for a `verb/…` name. `transport`

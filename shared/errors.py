@@ -13,14 +13,21 @@
 
 One way to declare a refusal: subclass the category (it fixes `status`), and set `error_code` and
 `title` as class attributes, plus `retry_after` when trying again later may succeed. Extension
-members are keyword arguments (a refusal that always carries some names them in its `__init__`).
+members are keyword arguments (a refusal that always carries some names them in its `__init__`
+and declares their JSON types in `member_types`). The OpenAPI document is derived from these classes
+(api_funcs/problem_docs.py): an operation lists the refusal classes it can raise, and each status,
+errorCode, member and header it declares comes from them, so nothing is written twice.
 Each carries a stable `error_code` (DESIGN §5) and a `title` that is safe to show anyone: no
 address, PIN, password, token or secret ever goes into one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+# The JSON shape of an extension member, as the document declares it.
+MemberType = Literal["number", "date-time", "field-errors"]
 
 
 class DomainError(Exception):
@@ -32,6 +39,17 @@ class DomainError(Exception):
     title: str
     # Whole seconds a client should wait before trying again; sent as `Retry-After`.
     retry_after: int | None = None
+    # The extension members it always carries, and those it never sends.
+    member_types: ClassVar[Mapping[str, MemberType]] = {}
+    never_members: ClassVar[tuple[str, ...]] = ()
+    # The headers it always sends. A refusal with its own error_code declares its own: a
+    # category's (Unauthenticated's WWW-Authenticate) is not inherited by another code.
+    sends: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "error_code" in cls.__dict__ and "sends" not in cls.__dict__:
+            cls.sends = ("Retry-After",) if cls.retry_after is not None else ()
 
     def __init__(
         self,
@@ -69,6 +87,7 @@ class ValidationFailed(BadRequest):
 
     error_code = "VALIDATION_FAILED"
     title = "The request body is not valid."
+    member_types: ClassVar[Mapping[str, MemberType]] = {"errors": "field-errors"}
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(errors=[{"field": field, "message": message}])
@@ -78,6 +97,7 @@ class Unauthenticated(DomainError):
     status = 401
     error_code = "UNAUTHENTICATED"
     title = "Authentication is required."
+    sends = ("WWW-Authenticate",)
 
 
 class Forbidden(DomainError):

@@ -14,6 +14,7 @@ from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.money_schemas import CENT, MoneyOut
 from api_funcs.problem_docs import error_code_responses
 from shared.accounts.listing import list_accounts
+from shared.errors import Unauthenticated
 
 router = APIRouter(tags=["accounts"])
 
@@ -33,7 +34,7 @@ class AccountView(BaseModel):
     operation_id="accounts",
     summary="The caller's accounts",
     response_model=list[AccountView],
-    responses=error_code_responses({401: ["UNAUTHENTICATED"]}),
+    responses=error_code_responses((Unauthenticated,)),
 )
 def accounts(
     user_id: CurrentUser, session: Annotated[Session, Depends(get_session)]

@@ -17,7 +17,7 @@ router = APIRouter()
     summary="Liveness",
     # DESIGN §5: health refuses nothing and touches no database; it declares its 200 and no
     # problem response.
-    responses=error_code_responses({}, touches_database=False),
+    responses=error_code_responses((), touches_database=False),
 )
 async def health() -> dict[str, str]:
     return {"status": "ok"}

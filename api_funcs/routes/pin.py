@@ -10,12 +10,19 @@ from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import Chain, CurrentUser, HostServices
 from api_funcs.pin_schema import Pin
 from api_funcs.problem_docs import error_code_responses
+from shared.audit.chain import AuditChainUnavailable
+from shared.errors import Unauthenticated, ValidationFailed
+from shared.identity.refusals import (
+    InvalidPassword,
+    InvalidPin,
+    PinAlreadyEnrolled,
+    PinLocked,
+    PinRequired,
+)
 
 # The app's one body reader: bytes that are not UTF-8, or JSON nested past the recursion limit,
 # are "not JSON" (400 VALIDATION_FAILED, DESIGN §5), not FastAPI's generic 400.
 router = APIRouter(route_class=DecimalJSONRoute, tags=["pin"])
-
-_AUDIT_CHAIN = {503: ["AUDIT_CHAIN_UNAVAILABLE"]}
 
 
 class PinEnrolment(BaseModel):
@@ -46,12 +53,13 @@ class PinOutcome(BaseModel):
     summary="Enrol a PIN (behind the password)",
     status_code=status.HTTP_201_CREATED,
     responses=error_code_responses(
-        {
-            401: ["UNAUTHENTICATED", "INVALID_PASSWORD"],
-            409: ["PIN_ALREADY_ENROLLED"],
-            400: ["VALIDATION_FAILED"],
-            **_AUDIT_CHAIN,
-        }
+        (
+            Unauthenticated,
+            InvalidPassword,
+            PinAlreadyEnrolled,
+            ValidationFailed,
+            AuditChainUnavailable,
+        )
     ),
 )
 def pin_enrol(
@@ -67,13 +75,14 @@ def pin_enrol(
     operation_id="pin_change",
     summary="Change the PIN (behind the current PIN)",
     responses=error_code_responses(
-        {
-            401: ["UNAUTHENTICATED", "INVALID_PIN"],
-            422: ["PIN_REQUIRED"],
-            429: ["PIN_LOCKED"],
-            400: ["VALIDATION_FAILED"],
-            **_AUDIT_CHAIN,
-        }
+        (
+            Unauthenticated,
+            InvalidPin,
+            PinRequired,
+            PinLocked,
+            ValidationFailed,
+            AuditChainUnavailable,
+        )
     ),
 )
 def pin_change(

@@ -27,79 +27,88 @@ from api_funcs.money_schemas import (
     TransferResponse,
     cents,
 )
-from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempotency_key_parameter
+from api_funcs.problem_docs import (
+    REPLAYED_HEADER,
+    Refusals,
+    error_code_responses,
+    idempotency_key_parameter,
+)
+from shared.audit.chain import AuditChainUnavailable
 from shared.bootstrap import Services
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError
+from shared.errors import DomainError, Unauthenticated, ValidationFailed
+from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
 from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse, SuccessHook
 from shared.money.mint import MintRequest
 from shared.money.rails import AccountRails
-from shared.money.refusals import IdempotencyKeyRequired
+from shared.money.refusals import (
+    AccountForbidden,
+    AccountNotFound,
+    AuthorizationExpired,
+    AuthorizationInvalid,
+    AuthorizationRequired,
+    ConcurrencyConflict,
+    DailyLimitExceeded,
+    IdempotencyInProgress,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    InsufficientFunds,
+    LockTimeout,
+    PayeeInvalid,
+    PayeeNotFound,
+)
 from shared.money.transfers import TransferOrder
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
-# The errorCodes each operation can answer, by status (DESIGN §5; the document declares them).
-_BEARER = {401: ["UNAUTHENTICATED"]}
-_BODY = {400: ["VALIDATION_FAILED"]}
-_IDEMPOTENT = {
-    400: ["VALIDATION_FAILED", "IDEMPOTENCY_KEY_REQUIRED"],
-    409: ["IDEMPOTENCY_IN_PROGRESS"],
-    422: ["IDEMPOTENCY_KEY_REUSED"],
-    # AUDIT_CHAIN_UNAVAILABLE: Audit__ChainKey unset, or the chain's tail row missing.
-    503: ["LOCK_TIMEOUT", "CONCURRENCY_CONFLICT", "AUDIT_CHAIN_UNAVAILABLE"],
-}
+# The refusals each operation can raise, in ADR-0050's rung order, then what every operation of
+# its kind can answer (DESIGN §5; the document is derived from these classes).
+_BEARER: Refusals = (Unauthenticated,)
+_IDEMPOTENT: Refusals = (
+    ValidationFailed,
+    IdempotencyKeyRequired,
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
+    LockTimeout,
+    ConcurrencyConflict,
+    # Audit__ChainKey unset, or the chain's tail row missing.
+    AuditChainUnavailable,
+)
+_ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
 
-
-def _merge(*tables: dict[int, list[str]]) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for table in tables:
-        for status, codes in table.items():
-            out.setdefault(status, []).extend(codes)
-    return out
-
-
-ERROR_CODES: dict[str, dict[int, list[str]]] = {
-    # ADR-0050's rung table, then what every operation of its kind can answer.
-    "mint": _merge(
-        _BODY,
-        _BEARER,
-        {
-            404: ["ACCOUNT_NOT_FOUND", "PAYEE_NOT_FOUND"],
-            403: ["ACCOUNT_FORBIDDEN"],
-            422: ["PAYEE_INVALID", "DAILY_LIMIT_EXCEEDED", "PIN_REQUIRED"],
-            401: ["INVALID_PIN"],
-            429: ["PIN_LOCKED"],
-        },
+REFUSALS: dict[str, Refusals] = {
+    "mint": (
+        ValidationFailed,
+        *_BEARER,
+        AccountNotFound,
+        PayeeNotFound,
+        AccountForbidden,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        PinRequired,
+        InvalidPin,
+        PinLocked,
     ),
-    "transfer": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {
-            401: ["AUTHORIZATION_REQUIRED", "AUTHORIZATION_EXPIRED", "AUTHORIZATION_INVALID"],
-            404: ["PAYEE_NOT_FOUND"],
-            422: ["PAYEE_INVALID", "DAILY_LIMIT_EXCEEDED", "INSUFFICIENT_FUNDS"],
-        },
+    "transfer": (
+        *_IDEMPOTENT,
+        *_BEARER,
+        AuthorizationRequired,
+        AuthorizationExpired,
+        AuthorizationInvalid,
+        PayeeNotFound,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        InsufficientFunds,
     ),
-    "internal_transfer": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"], 422: ["INSUFFICIENT_FUNDS"]},
-    ),
-    "deposit": _merge(
-        _IDEMPOTENT, _BEARER, {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"]}
-    ),
-    "withdrawal": _merge(
-        _IDEMPOTENT,
-        _BEARER,
-        {404: ["ACCOUNT_NOT_FOUND"], 403: ["ACCOUNT_FORBIDDEN"], 422: ["INSUFFICIENT_FUNDS"]},
-    ),
-    "allowance": dict(_BEARER),
+    "internal_transfer": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
+    "deposit": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT),
+    "withdrawal": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
+    "allowance": _BEARER,
 }
 
 
 def _responses(operation: str, success: int, model: type[Any], *, replayable: bool) -> Any:
-    responses: dict[int | str, dict[str, Any]] = error_code_responses(ERROR_CODES[operation])
+    responses: dict[int | str, dict[str, Any]] = error_code_responses(REFUSALS[operation])
     ok: dict[str, Any] = {"model": model, "description": "Done."}
     if replayable:
         ok["headers"] = REPLAYED_HEADER

@@ -67,6 +67,26 @@ def _rows(session: Session, up_to: int) -> Iterator[AuditEvent]:
         session.expunge_all()
 
 
+def _link_problems(row: AuditEvent, expected: int, previous_hash: bytes) -> list[str]:
+    """How `row` fails to follow the row before it: a gap in Sequence, or a broken link."""
+    if row.Sequence != expected:
+        missing = (
+            f"{expected}" if row.Sequence == expected + 1 else f"{expected}–{row.Sequence - 1}"
+        )
+        return [f"rows missing before it (Sequence {missing}: deleted)"]
+    if not hmac.compare_digest(bytes(row.PreviousHash), previous_hash):
+        return [
+            "its PreviousHash is not the RowHash of the row before it "
+            "(rows swapped, moved or inserted)"
+        ]
+    return []
+
+
+_ROW_HASH_FAILS = (
+    "its RowHash does not verify (an edited field, a re-keyed Id, or another Audit__ChainKey)"
+)
+
+
 def walk_chain(
     session: Session,
     chain: AuditChain,
@@ -83,25 +103,12 @@ def walk_chain(
     expected, previous_hash, hmac_failures = 1, GENESIS_HASH, 0
     for row in _rows(session, tail_sequence):
         report.rows += 1
-        problems: list[str] = []
-        if row.Sequence != expected:
-            missing = (
-                f"{expected}" if row.Sequence == expected + 1 else f"{expected}–{row.Sequence - 1}"
-            )
-            problems.append(f"rows missing before it (Sequence {missing}: deleted)")
-        elif not hmac.compare_digest(bytes(row.PreviousHash), previous_hash):
-            problems.append(
-                "its PreviousHash is not the RowHash of the row before it "
-                "(rows swapped, moved or inserted)"
-            )
+        problems = _link_problems(row, expected, previous_hash)
         if row.PayloadVersion not in PAYLOAD_FIELDS:
             problems.append(f"unknown PayloadVersion {row.PayloadVersion}")
         elif not hmac.compare_digest(chain.hash_of(row), bytes(row.RowHash)):
             hmac_failures += 1
-            problems.append(
-                "its RowHash does not verify (an edited field, a re-keyed Id, "
-                "or another Audit__ChainKey)"
-            )
+            problems.append(_ROW_HASH_FAILS)
         if problems:
             report.findings.append(Finding(row.Sequence, row.Id, "; ".join(problems)))
         expected, previous_hash = row.Sequence + 1, bytes(row.RowHash)

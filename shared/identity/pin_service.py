@@ -21,23 +21,14 @@ from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.db.writes import rows_matched
-from shared.errors import Conflict, Unauthenticated, ValidationFailed
+from shared.errors import Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
-from shared.identity.pins import PinRequired, is_valid_pin
+from shared.identity.pins import is_valid_pin
+from shared.identity.refusals import InvalidPassword, PinAlreadyEnrolled, PinRequired
 from shared.money.ports import AuditAppender, PinCheck
 
 # DESIGN §7: the message a malformed PIN field is refused with (400 VALIDATION_FAILED).
 PIN_FORMAT = "must be 4 to 6 digits (0-9)"
-
-
-class InvalidPassword(Unauthenticated):
-    error_code = "INVALID_PASSWORD"
-    title = "The password is not correct."
-
-
-class PinAlreadyEnrolled(Conflict):
-    error_code = "PIN_ALREADY_ENROLLED"
-    title = "A PIN is already enrolled; change it instead."
 
 
 class PinChanges:

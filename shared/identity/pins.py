@@ -45,35 +45,15 @@ from shared.db.schema import AspNetUser
 from shared.db.types import UtcDateTime
 from shared.db.uow import unit_of_work
 from shared.db.writes import rows_matched
-from shared.errors import DomainError, Refusal, TooManyAttempts, Unauthenticated
+from shared.errors import DomainError, Unauthenticated
 from shared.identity.passwords import verify_secret
+from shared.identity.refusals import InvalidPin, PinLocked, PinNotEnrolled, PinRequired
 from shared.settings import PinSettings
 
 # DESIGN §7: 4 to 6 ASCII digits (`[0-9]`, not `\d`, which matches other scripts' digits).
 PIN_PATTERN = re.compile(r"[0-9]{4,6}")
 
 SecretVerifier = Callable[[str | None, str], bool]
-
-
-class PinRequired(Refusal):
-    error_code = "PIN_REQUIRED"
-    title = "A PIN is required."
-
-
-class PinNotEnrolled(PinRequired):
-    """The caller has no PIN to check: the same rung, a title that says what to do."""
-
-    title = "No PIN is enrolled; enrol one first."
-
-
-class PinLocked(TooManyAttempts):
-    error_code = "PIN_LOCKED"
-    title = "Too many wrong PINs; the PIN is locked for now."
-
-
-class InvalidPin(Unauthenticated):
-    error_code = "INVALID_PIN"
-    title = "The PIN is not correct."
 
 
 def is_valid_pin(pin: str) -> bool:
@@ -138,7 +118,8 @@ def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
 ) -> str | DomainError:
     """Count one attempt, atomically and only while below the limit; return the hash to check,
-    or the rung that applies when no attempt may be made. Does not commit."""
+    or the rung that applies when no attempt may be made. Does not commit. Kept whole: the one
+    conditional UPDATE and the state read after it are the reservation (module docstring)."""
     limit = pin_settings.MaxFailedAttempts
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     count = AspNetUser.PinAccessFailedCount

@@ -37,7 +37,8 @@ def add_user(
     accounts: int = 1,
     hash_iterations: int = DEFAULT_ITERATIONS,
 ) -> NewUser:
-    """A user with `accounts` open accounts holding `balance` each. Does not commit."""
+    """A user with `accounts` open accounts holding `balance` each. Does not commit. Long
+    because it writes AspNetUsers' full Identity row, every column the .NET API reads."""
     taken = session.scalar(
         select(AspNetUser.Id).where(
             or_(AspNetUser.AzureTag == azure_tag, AspNetUser.NormalizedEmail == email.upper())

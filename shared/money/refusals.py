@@ -12,8 +12,10 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
+from typing import ClassVar
 
 # Re-exported: api_funcs imports utc_text from here.
 from shared.clock import utc_text as utc_text
@@ -22,6 +24,7 @@ from shared.errors import (
     Conflict,
     Fault,
     Forbidden,
+    MemberType,
     NotFound,
     Refusal,
     Unauthenticated,
@@ -69,6 +72,13 @@ class DailyLimitExceeded(Refusal):
 
     error_code = "DAILY_LIMIT_EXCEEDED"
     title = "Daily transfer limit exceeded."
+    member_types: ClassVar[Mapping[str, MemberType]] = {
+        "limit": "number",
+        "used": "number",
+        "requested": "number",
+        "resetsAt": "date-time",
+    }
+    never_members = ("remaining",)
 
     def __init__(
         self, *, limit: Decimal, used: Decimal, requested: Decimal, resets_at: datetime
@@ -79,6 +89,10 @@ class DailyLimitExceeded(Refusal):
 class InsufficientFunds(Refusal):
     error_code = "INSUFFICIENT_FUNDS"
     title = "Insufficient funds."
+    member_types: ClassVar[Mapping[str, MemberType]] = {
+        "available": "number",
+        "requested": "number",
+    }
 
     def __init__(self, *, available: Decimal, requested: Decimal) -> None:
         super().__init__(available=available, requested=requested)

@@ -137,47 +137,19 @@ class TransferService:
         payee: Payee,
         on_success: SuccessHook | None,
     ) -> TransferReceipt:
-        # The unit of work opened with the application lock as its first statement (D5). The
-        # instant is read once, under it: the sum's day, the rows' CreatedAt and the spend all
-        # use it, so the midnight edge is decided against the day of the spend (D4.3).
-        now = self._clock.now()
-        # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
-        # this account that commits after this read bumps the token and makes our write lose,
-        # and any that committed before it is in the sum. So one account's transfers keep the day
-        # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
-        # covers two accounts of one user, which share no row. The receiver's row comes in the
-        # same statement: plain reads, no row lock yet (the tail comes first).
-        sender, receiver = open_account_and_primary_account(
-            session, order.account_id, payee.user_id
-        )
-        self._limit.check(session, user_id, order.amount, now)  # D4.3
-        if sender is None or sender.UserId != user_id:
-            # Closed (or no longer the caller's) since the mint: the authorization names an
-            # account that cannot pay.
-            raise AuthorizationInvalid()
-        if sender.Balance < order.amount:
-            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
-        if receiver is None:
-            raise PayeeInvalid()
-
-        return self._move(session, user_id, order, sender, receiver, now, on_success)
-
-    def _move(
-        self,
-        session: Session,
-        user_id: str,
-        order: TransferOrder,
-        sender: Account,
-        receiver: Account,
-        now: datetime,
-        on_success: SuccessHook | None,
-    ) -> TransferReceipt:
-        """The critical section: the tail lock, then every write in one round trip, judged."""
+        """One attempt inside the unit of work that opened with the application lock (D5):
+        the parties and the day, then the critical section — the tail lock, every write in one
+        round trip, judged. Kept whole because the lock order (tail before rows) is read here,
+        in one place."""
         assert order.authorization_id is not None
+        # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
+        # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
+        now = self._clock.now()
+        sender, receiver = self._parties(session, user_id, order, payee, now)
         transaction_id = uuid.uuid4()
         # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
         # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
-        # with them. The reads before took no row lock; the first is in the writes below.
+        # with them. The reads above were plain; the first row lock is in the writes below.
         audit_row = self._audit.seal(
             session,
             actor_user_id=user_id,
@@ -191,12 +163,12 @@ class TransferService:
             },
         )
         receipt = TransferReceipt(
-            transaction_id=transaction_id,
-            account_id=sender.Id,
-            recipient_azure_tag=order.recipient_azure_tag,
-            amount=order.amount,
-            balance=sender.Balance - order.amount,
-            created_at=now,
+            transaction_id,
+            sender.Id,
+            order.recipient_azure_tag,
+            order.amount,
+            sender.Balance - order.amount,
+            now,
         )
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
@@ -220,8 +192,8 @@ class TransferService:
             ),
             one_round_trip=self._one_round_trip,
         )
-        # Judged in the order the writes were once made one by one; whatever half-applied rolls
-        # back with the attempt (the audit row too: successes only, ADR-0044).
+        # Judged in the order of the writes; whatever half-applied rolls back with the attempt,
+        # the audit row too (successes only, ADR-0044).
         if outcome.balances != 2:
             raise LostRace()
         if outcome.spent != 1:
@@ -229,6 +201,30 @@ class TransferService:
         if outcome.stored == 0:
             raise ClaimLost()
         return receipt
+
+    def _parties(
+        self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
+    ) -> tuple[Account, Account]:
+        """The sender's and the payee's rows (one read), the authoritative day (D4.3), then the
+        sender, the balance, the payee's account; refuses in that order."""
+        # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
+        # this account that commits after this read bumps the token and makes our write lose,
+        # and any that committed before it is in the sum. So one account's transfers keep the day
+        # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
+        # covers two accounts of one user, which share no row. No row lock yet: the tail first.
+        sender, receiver = open_account_and_primary_account(
+            session, order.account_id, payee.user_id
+        )
+        self._limit.check(session, user_id, order.amount, now)  # D4.3
+        if sender is None or sender.UserId != user_id:
+            # Closed (or no longer the caller's) since the mint: the authorization names an
+            # account that cannot pay.
+            raise AuthorizationInvalid()
+        if sender.Balance < order.amount:
+            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
+        if receiver is None:
+            raise PayeeInvalid()
+        return sender, receiver
 
 
 def _in_lock_order(a: BalanceWrite, b: BalanceWrite) -> tuple[BalanceWrite, BalanceWrite]:

@@ -13,7 +13,7 @@ class _HeaderClassCache(HeaderRegistry):
     """The standard registry, building each header's class once rather than per header.
 
     `HeaderRegistry.__getitem__` creates a new class with `type()` for every header it parses,
-    which was a third of a notice's rendering (bench/README.md, Relay). The class it builds
+    a large share of a notice's rendering (bench/README.md has the figures). The class it builds
     depends only on the lower-cased name, so building it once changes no byte of any message
     (tests/unit/test_notice_render.py pins that against the stock policy)."""
 

@@ -3,7 +3,8 @@
 One sweep's database work, in order:
   renew   what this runner holds (by name) to the new lease end, before anything is delivered;
   claim   up to `BatchSize − held` of the oldest free-or-lapsed owed rows, in one statement;
-  held    re-read what it holds, by name;
+  held    re-read what it holds, by name, each row with what its delivery's address and
+          evidence steps decide on (ADR-0052), in one statement per sweep;
   mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
 
 The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
@@ -14,23 +15,25 @@ the caller's unit of work is the boundary.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Select, Table, and_, select, update
 from sqlalchemy.orm import Session
 
-from shared.db.schema import SubscriberNotice
+from shared.db.schema import AspNetUser, SubscriberNotice
 from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
+from shared.notices.evidence import evidence_stands
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
+_USERS = cast(Table, AspNetUser.__table__)
 
 
 @dataclass(frozen=True)
 class HeldNotice:
-    """An owed row this runner holds, as re-read by name."""
+    """An owed row this runner holds, as re-read by name, with its delivery's particulars."""
 
     id: uuid.UUID
     user_id: str
@@ -40,6 +43,11 @@ class HeldNotice:
     # As the store reads it back; it may differ from what was written (a store that rounds), which
     # is why nothing is ever looked up by it.
     leased_until: datetime | None
+    # The user's Email as stored (None: no user row, or no Email). Out of the repr: no log line,
+    # outcome or message may hold an address (ADR-0048 D4, D7).
+    raw_address: str | None = field(repr=False)
+    # ADR-0052: the exact question's answer when the notice names its audit row, else the weaker.
+    evidence_stands: bool
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class NoticeClaim:
         self.runner = runner
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
+        # Built once: the runner's name is fixed, and building it costs more than running it.
+        self._held = self._held_query()
 
     def _held_by_this_runner(self) -> ColumnElement[bool]:
         # What "held" means for renew, held and release alike: owed, and leased under this name.
@@ -97,27 +107,32 @@ class NoticeClaim:
         )
         return list(session.scalars(statement))
 
-    def held_query(self) -> Select[Any]:
-        """The re-read by name, oldest first: `HeldNotice`'s fields, in order, as the first
-        columns (a caller may add columns and joins after them, as NoticeDeliveryRun does)."""
+    def _held_query(self) -> Select[Any]:
         # ADR-0048 D2: re-read by name, never by the instant it wrote: a store that rounded the
         # timestamp would otherwise let a runner claim N rows and read back none.
+        users = _USERS.alias("notice_user")
         return (
             select(
-                _NOTICES.c.Id,
-                _NOTICES.c.UserId,
-                _NOTICES.c.Kind,
-                _NOTICES.c.CreatedAt,
-                _NOTICES.c.AuditEventId,
-                _NOTICES.c.LeasedUntil,
+                _NOTICES.c.Id.label("id"),
+                _NOTICES.c.UserId.label("user_id"),
+                _NOTICES.c.Kind.label("kind"),
+                _NOTICES.c.CreatedAt.label("created_at"),
+                _NOTICES.c.AuditEventId.label("audit_event_id"),
+                _NOTICES.c.LeasedUntil.label("leased_until"),
+                users.c.Email.label("raw_address"),
+                evidence_stands(_NOTICES).label("evidence_stands"),
             )
+            .outerjoin_from(_NOTICES, users, users.c.Id == _NOTICES.c.UserId)
             .where(self._held_by_this_runner())
             .order_by(_NOTICES.c.CreatedAt, _NOTICES.c.Id)
         )
 
     def held(self, session: Session) -> list[HeldNotice]:
-        """The owed rows this runner holds, oldest first."""
-        return [HeldNotice(*row) for row in session.execute(self.held_query())]
+        """The owed rows this runner holds, by name, oldest first, each with its particulars."""
+        return [
+            HeldNotice(**{**row._asdict(), "evidence_stands": bool(row.evidence_stands)})
+            for row in session.execute(self._held)
+        ]
 
     def release(self, session: Session) -> int:
         """Give up every owed row this runner holds (a runner that is about to exit), so the next

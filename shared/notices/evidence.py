@@ -67,10 +67,9 @@ def evidence_stands(notices: FromClause) -> ColumnElement[int]:
     """The question for each row of `notices` (SubscriberNotices or an alias), as one column of a
     set-based read: 1 when the evidence stands, 0 when it does not.
 
-    It is still asked per notice and exactly as D3 and D6 word it; only the round trips are
-    shared (one statement per sweep rather than a transaction per row, bench/README.md, Relay).
-    The comparison stays in SQL, as it was when the notice's values were bound parameters, so a
-    collation treats the pair the same way it did."""
+    It is asked per notice and exactly as D3 and D6 word it; only the round trip is shared (one
+    statement per sweep). The comparison is made in SQL, between columns, so a collation treats
+    the pair the way it treats every other comparison of those columns."""
     named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
     event = audit_event_of(notices.c.Kind)
     # D3: Id alone would accept any surviving row; the pair makes it this notice's row. Two

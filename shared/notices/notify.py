@@ -124,7 +124,14 @@ def drain(
         # rows that failed, D2's cap).
         if summary.claimed == 0 or summary.claimed < sweep.claim.batch_size - summary.renewed:
             break
+    _release_at_exit(sweep, engine, clock, report)
+    return report
 
+
+def _release_at_exit(
+    sweep: NoticeSweep, engine: Engine, clock: Clock, report: NotifyReport
+) -> None:
+    """Let go of what this run still holds, and name what others hold under a live lease."""
     try:
         with writing_unit_of_work(engine) as session:
             # Beyond the ADR: the verb is about to exit, so its lease protects nothing any more;
@@ -139,4 +146,3 @@ def drain(
         # By type only, as every relay failure (ADR-0048 D4); the lease lapses on its own.
         log.error("notify could not release its rows or read other holders: %s", type(exc).__name__)
         report.failed_whole = report.failed_whole or type(exc).__name__
-    return report

@@ -156,36 +156,39 @@ class NoticeSweep:
         summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
             # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
-            held = self._delivery.read_held(session)
+            held = self.claim.held(session)
             summary.other_holders = lease_holders(
                 session, now, live_only=True, excluding=self.runner
             )
         summary.held = len(held)
 
-        for position, (notice, particulars) in enumerate(held):
+        for position, notice in enumerate(held):
             if self._clock.now() >= taken.lease_until:
-                # D2: a sweep that outlives its own lease stops delivering and says so; another
-                # runner may already have taken these rows over.
-                summary.lease_lapsed = True
-                summary.not_attempted += len(held) - position
-                log.warning(
-                    "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
-                    "with %d held rows not attempted",
-                    self.runner,
-                    taken.lease_until.isoformat(),
-                    len(held) - position,
-                )
+                self._lease_lapsed(summary, taken.lease_until, len(held) - position)
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice, particulars)
+            outcome = self._delivery.deliver(notice)
             _count(summary, outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
 
         if summary.held:  # an idle sweep says nothing, every period
             log.info("%s", summary.line())
+
+    def _lease_lapsed(self, summary: NoticeSweepSummary, ended: datetime, left: int) -> None:
+        # D2: a sweep that outlives its own lease stops delivering and says so; another runner
+        # may already have taken these rows over.
+        summary.lease_lapsed = True
+        summary.not_attempted += left
+        log.warning(
+            "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
+            "with %d held rows not attempted",
+            self.runner,
+            ended.isoformat(),
+            left,
+        )
 
 
 def _count(summary: NoticeSweepSummary, outcome: DeliveryOutcome) -> None:

@@ -1,4 +1,4 @@
-"""Issue 4, acceptance 3: real `azurebank serve` processes with `Notices__Runner=Api`, period 1 s,
+"""ADR-0048 D1: real `azurebank serve` processes with `Notices__Runner=Api`, period 1 s,
 lease 3 s, a pickup directory in a temporary folder outside any git tree (ADR-0048 D1).
 
 - one process: an owed notice inserted into its database appears as a file within a few periods;

@@ -1,5 +1,5 @@
-"""DESIGN §3: one schema, migrated up and down by Alembic on SQLite and PostgreSQL (issue 2,
-acceptance 4), and the migration builds exactly what shared/db/schema.py declares."""
+"""DESIGN §3: one schema, migrated up and down by Alembic on SQLite and PostgreSQL, and
+the migration builds exactly what shared/db/schema.py declares."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 4, acceptance 4 (ADR-0051): the timer Function's own user code, invoked with a real
+"""ADR-0051 and ADR-0048 D1: the timer Function's own user code, invoked with a real
 `azure.functions.timer.TimerRequest`, runs one NoticeSweep per tick when `Notices__Runner`
 names the Function and none otherwise; a sweep that fails as a whole is logged at Error and the
 next invocation delivers.

@@ -1,5 +1,5 @@
 """DESIGN §2: importing function_app.py opens nothing, and the host's indexing sees every
-Function (issue 2, acceptance 2)."""
+Function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 4, acceptance 1: the metadata the Functions host reads, through the library's own
+"""DESIGN §2, ADR-0051: the metadata the Functions host reads, through the library's own
 indexing (`app.get_functions()`): the timer on `%Notices__Schedule%` with `useMonitor`, every
 HTTP Function's route, and unique function names.
 

@@ -1,4 +1,4 @@
-"""Issue 4, acceptance 5; ADR-0048 D6 and ADR-0051 D3: each host asks only about itself, the
+"""ADR-0048 D6 and ADR-0051 D3: each host asks only about itself, the
 ranges apply whatever the runner, and a partial set stops the host with a message naming the key
 and the fix — importing `function_app` raises, `serve` and `notify` exit 78.
 
@@ -270,7 +270,7 @@ def test_adr_0051_d3_each_host_asks_only_about_itself(
 
 
 def _sample_values() -> dict[str, str]:
-    # The sample ships with the app (issue 2): a missing file is a failure, never a skip.
+    # The sample ships with the app (DESIGN §2): a missing file is a failure, never a skip.
     values: dict[str, str] = json.loads(SAMPLE.read_text(encoding="utf-8"))["Values"]
     return values
 

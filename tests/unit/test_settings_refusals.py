@@ -1,6 +1,6 @@
 """DESIGN §4: every bad setting is refused with the key as an operator spells it and the fix.
 
-Issue 2, acceptance 3: an unknown runner, a non-number period, out-of-range batch, lease and
+An unknown runner, a non-number period, out-of-range batch, lease and
 period, a bad database URL — each message names `Section__Key` and says "Fix:".
 """
 

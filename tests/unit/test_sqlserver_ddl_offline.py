@@ -1,4 +1,4 @@
-"""Issue 2, acceptance 4: the SQL Server DDL, generated offline for the mssql dialect, carries the
+"""DESIGN §3, §6: the SQL Server DDL, generated offline for the mssql dialect, carries the
 lease check and the filtered index over owed rows (DESIGN §6) — with no server, and without
 pyodbc, which cannot even be imported where unixODBC is missing (FACTS)."""
 

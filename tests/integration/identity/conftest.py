@@ -11,7 +11,7 @@ from tests.leak_watch import LeakWatch
 
 @pytest.fixture
 def leak_watch(caplog: pytest.LogCaptureFixture) -> LeakWatch:
-    """Issue 5, acceptance 5: every log record at DEBUG on the root logger, and every response
+    """DESIGN §2 security: every log record at DEBUG on the root logger, and every response
     the test hands to `saw`, are checked for the secrets it names (`assert_clean`)."""
     caplog.set_level(logging.DEBUG)
     return LeakWatch(caplog)

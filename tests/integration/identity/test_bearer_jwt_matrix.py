@@ -1,4 +1,4 @@
-"""Issue 5, acceptance 1: the bearer matrix on `GET /api/accounts` gives 200 only for the valid
+"""DESIGN §5, bearer tokens: the bearer matrix on `GET /api/accounts` gives 200 only for the valid
 token, on a local host (HS256 under Auth__SigningKey) and on a production-shaped host (RS256
 keys from a JWKS document served by a real HTTP server on 127.0.0.1). Every refusal is the same
 401 UNAUTHENTICATED body, saying nothing about why."""

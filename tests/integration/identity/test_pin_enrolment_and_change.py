@@ -1,5 +1,5 @@
-"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (issue 5, acceptance 2,
-4 and 5): each success leaves exactly one audit row and one owed notice naming it (ADR-0052 D5);
+"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (DESIGN §5, §7): each
+success leaves exactly one audit row and one owed notice naming it (ADR-0052 D5);
 a failure injected after the audit row and before the commit leaves nothing; the lockout runs on
 the injected clock; no secret reaches a log record or a body."""
 

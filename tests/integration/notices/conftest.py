@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 from shared.clock import FakeClock
 from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.notices.pickup_guard import pickup_directory_problem
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport
-from shared.settings import pickup_directory_problem
 
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 CONTACT = "AzureBank security desk, +44 20 7946 0000"

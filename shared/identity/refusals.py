@@ -1,0 +1,45 @@
+"""Identity's typed refusals (DESIGN §5): the PIN step-up's rungs and PIN enrolment's. Titles
+are safe to show anyone; the OpenAPI document is derived from these classes (shared.errors).
+
+    Refusal          PIN_REQUIRED (and its PinNotEnrolled title)
+    TooManyAttempts  PIN_LOCKED, with Retry-After until PinLockoutEnd
+    Unauthenticated  INVALID_PIN, INVALID_PASSWORD
+    Conflict         PIN_ALREADY_ENROLLED
+"""
+
+from __future__ import annotations
+
+from shared.errors import Conflict, Refusal, TooManyAttempts, Unauthenticated
+
+
+class PinRequired(Refusal):
+    error_code = "PIN_REQUIRED"
+    title = "A PIN is required."
+
+
+class PinNotEnrolled(PinRequired):
+    """The caller has no PIN to check: the same rung, a title that says what to do."""
+
+    title = "No PIN is enrolled; enrol one first."
+
+
+class PinLocked(TooManyAttempts):
+    error_code = "PIN_LOCKED"
+    title = "Too many wrong PINs; the PIN is locked for now."
+    # Retry-After is the whole seconds until PinLockoutEnd, set per refusal (`_locked`).
+    sends = ("Retry-After",)
+
+
+class InvalidPin(Unauthenticated):
+    error_code = "INVALID_PIN"
+    title = "The PIN is not correct."
+
+
+class InvalidPassword(Unauthenticated):
+    error_code = "INVALID_PASSWORD"
+    title = "The password is not correct."
+
+
+class PinAlreadyEnrolled(Conflict):
+    error_code = "PIN_ALREADY_ENROLLED"
+    title = "A PIN is already enrolled; change it instead."
