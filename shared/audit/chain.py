@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypedDict, Unpack
 
-from sqlalchemy import insert, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from shared.audit import tail_sql
@@ -109,13 +109,15 @@ class SealedAuditRow:
 
 
 def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
-    """Write a sealed row and move the tail onto it, one statement each; does not commit."""
-    session.execute(insert(AuditEvent).values(sealed.row_values()))
+    """Write a sealed row (through the session, as the unit of work's other rows) and move the
+    tail onto it, one statement each; does not commit."""
+    session.add(AuditEvent(**sealed.row_values()))
     session.execute(
         update(AuditChainTail)
         .where(AuditChainTail.Id == tail_sql.TAIL_ID)
         .values(LastSequence=sealed.sequence, LastHash=sealed.row_hash)
     )
+    session.flush()
 
 
 def render_details(details: Mapping[str, object] | None) -> str | None:
