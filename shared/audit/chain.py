@@ -5,7 +5,8 @@ list whose element three is the row's `Id` (D4: re-keying a row breaks its hash)
 element is the previous row's `RowHash` (the chain). `Sequence` is contiguous from 1.
 
 Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transaction that appends
-takes the tail (`append`, or `lock_tail` first when it must read the tail before other writes)
+takes the tail (`append`; `seal`, which builds the next row for the caller to write in one round
+trip with its own writes; or `lock_tail` first when it must read the tail before other writes)
 BEFORE it touches any other row it will write, so two audited transactions never wait on each
 other's rows while holding the tail. On SQLite the tail lock is the database's writer lock;
 a transaction that reads before it appends is a writing unit of work

@@ -26,6 +26,7 @@ that half-applied is never committed (only the boundary commits, DESIGN §2).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -186,6 +187,7 @@ _POSTGRESQL_STORED_COUNT = "(SELECT count(*) FROM stored) AS stored"
 _NO_STORED_COUNT = "NULL AS stored"
 
 
+@functools.cache
 def postgresql_transfer_write(*, with_success: bool) -> TextClause:
     """PostgreSQL: one statement. Every sub-statement of a WITH runs exactly once, to completion,
     on the statement's one snapshot; a conditional UPDATE that meets a row another transaction
@@ -235,6 +237,7 @@ SET @stored = @@ROWCOUNT;
 _MSSQL_COUNTS = "SELECT @balances AS balances, @spent AS spent, @stored AS stored;"
 
 
+@functools.cache
 def mssql_transfer_write(*, with_success: bool) -> TextClause:
     """SQL Server: one batch, the writes in order (rows in the balances' order, after the tail
     this transaction already holds under UPDLOCK). SET NOCOUNT ON leaves the final SELECT as the

@@ -147,6 +147,17 @@ class TransferService:
         now = self._clock.now()
         sender, receiver = self._parties(session, user_id, order, payee, now)
         transaction_id = uuid.uuid4()
+        receipt = TransferReceipt(
+            transaction_id,
+            sender.Id,
+            order.recipient_azure_tag,
+            order.amount,
+            sender.Balance - order.amount,
+            now,
+        )
+        # Rendered before the tail lock: nothing the answer holds depends on the chain, and every
+        # instant spent under the tail is spent by every transfer of the bank.
+        success = None if on_success is None else on_success(receipt)
         # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
         # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
         # with them. The reads above were plain; the first row lock is in the writes below.
@@ -161,14 +172,6 @@ class TransferService:
                 "recipientAzureTag": order.recipient_azure_tag,
                 "amount": str(order.amount),
             },
-        )
-        receipt = TransferReceipt(
-            transaction_id,
-            sender.Id,
-            order.recipient_azure_tag,
-            order.amount,
-            sender.Balance - order.amount,
-            now,
         )
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
@@ -188,7 +191,7 @@ class TransferService:
                 amount=order.amount,
                 authorization_id=order.authorization_id,
                 now=now,
-                success=None if on_success is None else on_success(receipt),
+                success=success,
             ),
             one_round_trip=self._one_round_trip,
         )

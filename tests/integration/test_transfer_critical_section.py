@@ -3,11 +3,11 @@ what they matched: a concurrency token that moved is a lost race (the attempt ru
 spend that lost is the authorization's refusal, a marker no longer ours is ClaimLost — and in
 every case nothing the round trip wrote survives (only the boundary commits).
 
-Each test makes the write lose on purpose: the success hook runs under the tail lock just before
-the writes, and there another connection commits what a concurrent winner would have. That other
-writer needs a server with row locks (on SQLite the transfer holds the one write lock), so these
-run on PostgreSQL, once with the one round trip and once with one statement per write (SQLite's
-form, which the rest of the suite runs on SQLite)."""
+Each test makes the write lose on purpose: the success hook runs after the transfer's reads and
+just before the tail lock and the writes, and there another connection commits what a concurrent
+winner would have. That other writer needs a server with row locks (on SQLite the transfer holds
+the one write lock), so these run on PostgreSQL, once with the one round trip and once with one
+statement per write (SQLite's form, which the rest of the suite runs on SQLite)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class Written:
 
 class Scene:
     """Alice pays Bob 10 of her 100 through the idempotency protocol, on a service with the
-    write form under test; `interfere` runs once, under the tail lock, just before the writes."""
+    write form under test; `interfere` runs once, after the reads, before the tail and writes."""
 
     def __init__(self, bank: Bank, one_round_trip: bool) -> None:
         self.bank = bank
