@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from api_funcs.context import AppContext
 from shared.audit.chain import AuditChain, AuditChainUnavailable
 from shared.bootstrap import Services
+from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
@@ -77,14 +78,17 @@ def current_user_id(credentials: BearerCredentials, services: HostServices) -> s
     if credentials is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     try:
-        user_id = services.tokens.verify(credentials.credentials)
+        # The verifier refuses any `sub` no database can store and compare (claims.user_id)
+        # before it reaches this query.
+        claimed = services.tokens.verify(credentials.credentials)
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
     with unit_of_work(services.engine) as session:
-        exists = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == user_id))
-    if exists is None:
+        # Exact on SQL Server too, whose collation would match another case (docs/database.md).
+        stored = session.scalar(select(AspNetUser.Id).where(exact_equals(AspNetUser.Id, claimed)))
+    if stored is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
-    return user_id
+    return stored
 
 
 CurrentUser = Annotated[str, Depends(current_user_id)]

@@ -36,6 +36,7 @@ from shared.money.mint import TransferMint
 from shared.money.ports import AuditAppender
 from shared.money.rails import AccountRails
 from shared.money.transfers import TransferService
+from shared.notices.claim import VERB_LEASE_SECONDS
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
 from shared.notices.relay_loop import NoticeRelayService
 from shared.notices.runner_name import make_runner_name, runner_kind
@@ -50,9 +51,6 @@ from shared.settings import (
 )
 
 log = logging.getLogger("azurebank.bootstrap")
-
-# ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
-VERB_LEASE_SECONDS = 120
 
 # DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
