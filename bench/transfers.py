@@ -1,8 +1,14 @@
-"""Benchmark: the external transfer's throughput with ADR-0050's application lock ÷ without it,
-and the daily sum's latency on a small vs a large ledger, on PostgreSQL.
+"""Benchmark: the audit chain's critical section over a simulated network (statements per
+transfer, round trips from the tail lock to the commit, transfers/s before ÷ after the one round
+trip of writes), the external transfer's throughput with ADR-0050's application lock ÷ without
+it, and the daily sum's latency on a small vs a large ledger, on PostgreSQL.
 
-    python -m bench.transfers [--users 1000] [--clients 8] [--transfers 3000]
+    python -m bench.transfers [--parts network,lock,sum] [--users 1000]
+                              [--network-clients 16] [--network-transfers 1500] [--delay-ms 1]
+                              [--clients 8] [--transfers 3000]
                               [--small-history 1000] [--large-history 1000000]
+
+The `network` part: bench/transfer_network.py says what it measures and how.
 
 Creates its own PostgreSQL database (dropped at the end) and migrates it. Calls the service
 layer directly (TransferService.transfer: pre-check, then the locked transaction with the sum,
@@ -28,6 +34,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
+from bench import transfer_network
 from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.db import migrate
@@ -38,7 +45,7 @@ from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
 from shared.money.transfers import TransferOrder, TransferService
-from shared.settings import load_settings
+from shared.settings import Settings, load_settings
 
 ADMIN_URL = os.environ.get(
     "AZUREBANK_BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -193,13 +200,18 @@ def _plan(engine: Engine, user_id: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="network,lock,sum", help="comma-separated")
     parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--network-clients", type=int, default=16)
+    parser.add_argument("--network-transfers", type=int, default=1500, help="per run")
+    parser.add_argument("--delay-ms", type=float, default=1.0, help="per round trip")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--transfers", type=int, default=3000)
     parser.add_argument("--small-history", type=int, default=1000)
     parser.add_argument("--large-history", type=int, default=1_000_000)
     parser.add_argument("--sum-samples", type=int, default=300)
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
 
     name = f"azurebank_bench_{uuid.uuid4().hex[:12]}"
     _admin(f'CREATE DATABASE "{name}"')
@@ -211,49 +223,84 @@ def main() -> None:
         rng = random.Random(7)
         users = _seed_users(engine, args.users)
         clock = FakeClock(DAY)
-        settings = load_settings(
-            {
-                "Database__Url": url,
-                "Audit__ChainKey": base64.b64encode(b"b" * 32).decode(),
-                "DailyLimit__Amount": "99999",
-            }
-        )
-        print(
-            f"transfers: {args.users} users, {args.clients} clients, {args.transfers} transfers "
-            "per run, service layer (TransferService.transfer), PostgreSQL"
-        )
-        rates: dict[bool, list[float]] = {True: [], False: []}
-        # Alternate the two modes twice, so drift on a shared machine hits both alike.
-        for enabled in (True, False, True, False):
-            lock = DailyLimitLock(10, enabled=enabled)
-            service = bootstrap(settings, engine, clock, daily_limit_lock=lock).transfers
-            orders = _orders(engine, users, args.transfers, rng)
-            rate, refused = _throughput(service, orders, args.clients)
-            rates[enabled].append(rate)
-            label = "with lock   " if enabled else "without lock"
-            print(f"  {label}: {rate:8.1f} transfers/s ({refused} refused)")
-        with_lock, without = statistics.mean(rates[True]), statistics.mean(rates[False])
-        print(f"  ratio with ÷ without: {with_lock / without:.3f}")
-
-        accounts = [a for _, a, _ in users]
-        user_ids = [u for u, _, _ in users]
-        rng.shuffle(user_ids)
-        with engine.begin() as conn:
-            conn.execute(text('DELETE FROM "Transactions"'))
-        _grow_history(engine, args.small_history, accounts)
-        small = _sum_latency(engine, user_ids, args.sum_samples)
-        _grow_history(engine, args.large_history - args.small_history, accounts)
-        large = _sum_latency(engine, user_ids, args.sum_samples)
-        print(
-            f"daily sum: median {small * 1e3:.3f} ms with {args.small_history:,} history rows, "
-            f"{large * 1e3:.3f} ms with {args.large_history:,}; "
-            f"ratio large ÷ small: {large / small:.2f}"
-        )
-        print("plan at the large size:\n  " + _plan(engine, user_ids[0]).replace("\n", "\n  "))
+        environ = {
+            "Database__Url": url,
+            "Audit__ChainKey": base64.b64encode(b"b" * 32).decode(),
+            "DailyLimit__Amount": "99999",
+        }
+        settings = load_settings(environ)
+        if "network" in parts:
+            results = transfer_network.run(
+                url,
+                environ,
+                engine,
+                users,
+                rng,
+                clients=args.network_clients,
+                transfers=args.network_transfers,
+                delay=args.delay_ms / 1000,
+                day=DAY,
+            )
+            transfer_network.report(
+                results, clients=args.network_clients, delay=args.delay_ms / 1000
+            )
+        if "lock" in parts:
+            _lock_part(args, engine, users, rng, settings, clock)
+        if "sum" in parts:
+            _sum_part(args, engine, users, rng)
     finally:
         if engine is not None:
             engine.dispose()
         _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _lock_part(
+    args: argparse.Namespace,
+    engine: Engine,
+    users: list[tuple[str, uuid.UUID, str]],
+    rng: random.Random,
+    settings: Settings,
+    clock: FakeClock,
+) -> None:
+    print(
+        f"transfers: {args.users} users, {args.clients} clients, {args.transfers} transfers "
+        "per run, service layer (TransferService.transfer), PostgreSQL"
+    )
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    # Alternate the two modes twice, so drift on a shared machine hits both alike.
+    for enabled in (True, False, True, False):
+        lock = DailyLimitLock(10, enabled=enabled)
+        service = bootstrap(settings, engine, clock, daily_limit_lock=lock).transfers
+        orders = _orders(engine, users, args.transfers, rng)
+        rate, refused = _throughput(service, orders, args.clients)
+        rates[enabled].append(rate)
+        label = "with lock   " if enabled else "without lock"
+        print(f"  {label}: {rate:8.1f} transfers/s ({refused} refused)")
+    with_lock, without = statistics.mean(rates[True]), statistics.mean(rates[False])
+    print(f"  ratio with ÷ without: {with_lock / without:.3f}")
+
+
+def _sum_part(
+    args: argparse.Namespace,
+    engine: Engine,
+    users: list[tuple[str, uuid.UUID, str]],
+    rng: random.Random,
+) -> None:
+    accounts = [a for _, a, _ in users]
+    user_ids = [u for u, _, _ in users]
+    rng.shuffle(user_ids)
+    with engine.begin() as conn:
+        conn.execute(text('DELETE FROM "Transactions"'))
+    _grow_history(engine, args.small_history, accounts)
+    small = _sum_latency(engine, user_ids, args.sum_samples)
+    _grow_history(engine, args.large_history - args.small_history, accounts)
+    large = _sum_latency(engine, user_ids, args.sum_samples)
+    print(
+        f"daily sum: median {small * 1e3:.3f} ms with {args.small_history:,} history rows, "
+        f"{large * 1e3:.3f} ms with {args.large_history:,}; "
+        f"ratio large ÷ small: {large / small:.2f}"
+    )
+    print("plan at the large size:\n  " + _plan(engine, user_ids[0]).replace("\n", "\n  "))
 
 
 if __name__ == "__main__":

@@ -32,9 +32,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -51,7 +53,9 @@ from sqlglot import ErrorLevel, exp
 from sqlglot.errors import SqlglotError
 
 from shared.audit import tail_sql
-from shared.money import applock_sql
+from shared.audit.chain import SealedAuditRow
+from shared.money import applock_sql, transfer_write_sql
+from shared.money.idempotency import SuccessRecord
 from shared.notices import claim_sql
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,6 +165,53 @@ def _claim(dialect: str) -> Callable[[], Iterable[ClauseElement]]:
     return build
 
 
+def _transfer_writes(dialect: str) -> Callable[[], Iterable[ClauseElement]]:
+    """The transfer's one round trip of writes, with and without the success to store, bound
+    to the values of one transfer."""
+    build = {
+        "postgresql": transfer_write_sql.postgresql_transfer_write,
+        "mssql": transfer_write_sql.mssql_transfer_write,
+    }[dialect]
+
+    def statements() -> list[ClauseElement]:
+        out: list[ClauseElement] = []
+        for success in (SuccessRecord(uuid.UUID(int=9), 201, "{}", _NOW), None):
+            writes = transfer_write_sql.TransferWrites(
+                audit=SealedAuditRow(
+                    uuid.UUID(int=1),
+                    8,
+                    1,
+                    "u",
+                    "TransferCompleted",
+                    _NOW,
+                    "{}",
+                    bytes(32),
+                    bytes(32),
+                ),
+                balances=(
+                    transfer_write_sql.BalanceWrite(uuid.UUID(int=2), 3, Decimal(90)),
+                    transfer_write_sql.BalanceWrite(uuid.UUID(int=3), 1, Decimal(10)),
+                ),
+                transaction_id=uuid.UUID(int=4),
+                transfer_in_id=uuid.UUID(int=5),
+                sender_id=uuid.UUID(int=2),
+                receiver_id=uuid.UUID(int=3),
+                recipient_azure_tag="bob",
+                amount=Decimal(10),
+                authorization_id=uuid.UUID(int=6),
+                now=_NOW,
+                success=success,
+            )
+            clause = build(with_success=success is not None)
+            # At run time the PostgreSQL text is recognised unbound; the twin renders its values.
+            if dialect == "mssql":
+                clause = clause.bindparams(**transfer_write_sql.parameters(writes))
+            out.append(clause)
+        return out
+
+    return statements
+
+
 PER_DIALECT_SQL: tuple[DialectTwins, ...] = (
     DialectTwins(
         module="shared.notices.claim_sql",
@@ -184,6 +235,11 @@ PER_DIALECT_SQL: tuple[DialectTwins, ...] = (
             ]
         },
         mssql=lambda: [UNPARSABLE_BATCHES[0].statement()],
+    ),
+    DialectTwins(
+        module="shared.money.transfer_write_sql",
+        others={"postgresql": _transfer_writes("postgresql")},
+        mssql=_transfer_writes("mssql"),
     ),
 )
 

@@ -39,7 +39,7 @@ from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
-from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse
+from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse, SuccessHook
 from shared.money.mint import MintRequest
 from shared.money.rails import AccountRails
 from shared.money.refusals import (
@@ -58,7 +58,7 @@ from shared.money.refusals import (
     PayeeInvalid,
     PayeeNotFound,
 )
-from shared.money.transfers import SuccessHook, TransferOrder
+from shared.money.transfers import TransferOrder
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
@@ -201,17 +201,16 @@ class MoneyOperation:
         body: BaseModel,
         move: Callable[[SuccessHook], object],
     ) -> Response:
-        """Run `move(on_success)` at most once per key: its hook stores the rendered receipt in
-        the money's own transaction; a retry answers that text with Idempotency-Replayed."""
+        """Run `move(on_success)` at most once per key: its hook renders the receipt into the
+        success the money's own transaction stores; a retry answers that text with
+        Idempotency-Replayed."""
         key = _idempotency_key(request)
         stored, replayed = services.idempotency.run(
             user_id,
             self.name,
             key,
             _canonical(body),
-            lambda store: move(
-                lambda session, receipt: store(session, self.response.render(receipt))
-            ),
+            lambda success: move(lambda receipt: success(self.response.render(receipt))),
             status=201,
         )
         return _answer(stored, replayed)

@@ -5,7 +5,8 @@ list whose element three is the row's `Id` (D4: re-keying a row breaks its hash)
 element is the previous row's `RowHash` (the chain). `Sequence` is contiguous from 1.
 
 Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transaction that appends
-takes the tail (`append`, or `lock_tail` first when it must read the tail before other writes)
+takes the tail (`append`; `seal`, which builds the next row for the caller to write in one round
+trip with its own writes; or `lock_tail` first when it must read the tail before other writes)
 BEFORE it touches any other row it will write, so two audited transactions never wait on each
 other's rows while holding the tail. On SQLite the tail lock is the database's writer lock;
 a transaction that reads before it appends is a writing unit of work
@@ -66,6 +67,9 @@ class UnkeyedAuditChain:
     def append(self, session: Session, **_row: object) -> uuid.UUID:
         raise AuditChainUnavailable
 
+    def seal(self, session: Session, **_row: object) -> SealedAuditRow:
+        raise AuditChainUnavailable
+
 
 @dataclass(frozen=True)
 class ChainTail:
@@ -73,6 +77,48 @@ class ChainTail:
 
     sequence: int
     row_hash: bytes
+
+
+@dataclass(frozen=True)
+class SealedAuditRow:
+    """The chain's next row with its Sequence and RowHash assigned under the tail lock, not yet
+    written: the transaction that sealed it writes it and moves the tail onto it before commit."""
+
+    id: uuid.UUID
+    sequence: int
+    payload_version: int
+    actor_user_id: str | None
+    event: str
+    occurred_at: datetime
+    details: str | None
+    previous_hash: bytes
+    row_hash: bytes
+
+    def row_values(self) -> dict[str, object]:
+        """The `AuditEvents` row, by column."""
+        return {
+            "Id": self.id,
+            "Sequence": self.sequence,
+            "PayloadVersion": self.payload_version,
+            "ActorUserId": self.actor_user_id,
+            "Event": self.event,
+            "OccurredAt": self.occurred_at,
+            "Details": self.details,
+            "PreviousHash": self.previous_hash,
+            "RowHash": self.row_hash,
+        }
+
+
+def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
+    """Write a sealed row (through the session, as the unit of work's other rows) and move the
+    tail onto it, one statement each; does not commit."""
+    session.add(AuditEvent(**sealed.row_values()))
+    session.execute(
+        update(AuditChainTail)
+        .where(AuditChainTail.Id == tail_sql.TAIL_ID)
+        .values(LastSequence=sealed.sequence, LastHash=sealed.row_hash)
+    )
+    session.flush()
 
 
 def render_details(details: Mapping[str, object] | None) -> str | None:
@@ -174,7 +220,7 @@ class AuditChain:
             raise AuditChainUnavailable
         return ChainTail(int(row[0]), bytes(row[1]))
 
-    def append(
+    def seal(
         self,
         session: Session,
         *,
@@ -182,9 +228,10 @@ class AuditChain:
         event: str,
         occurred_at: datetime,
         details: Mapping[str, object] | None = None,
-    ) -> uuid.UUID:
-        """Append one row and return the Id it minted (ADR-0052 D5), so the caller's notice can
-        name it in the same unit of work. Takes the tail lock first; does not commit."""
+    ) -> SealedAuditRow:
+        """Take the tail lock and build the next row on the tail it read; writes nothing. The
+        caller writes the row and the tail (`write_sealed`, or in one round trip with its other
+        writes) in the same transaction, before touching any other row it has not yet locked."""
         # ADR-0052 D5: the Id exists before the save; Sequence and RowHash are assigned under
         # the tail lock, which is what makes them contiguous and unforked.
         row_id = uuid7(occurred_at)
@@ -199,13 +246,36 @@ class AuditChain:
             Details=render_details(details),
             PreviousHash=tail.row_hash,
         )
-        # Hashed from the row as it is stored, by the same mapping `audit verify` recomputes.
-        row.RowHash = self.hash_of(row)
-        session.add(row)
-        session.execute(
-            update(AuditChainTail)
-            .where(AuditChainTail.Id == tail_sql.TAIL_ID)
-            .values(LastSequence=row.Sequence, LastHash=row.RowHash)
+        return SealedAuditRow(
+            id=row.Id,
+            sequence=row.Sequence,
+            payload_version=row.PayloadVersion,
+            actor_user_id=row.ActorUserId,
+            event=row.Event,
+            occurred_at=row.OccurredAt,
+            details=row.Details,
+            previous_hash=row.PreviousHash,
+            # Hashed from the row as it is stored, by the same mapping `audit verify` recomputes.
+            row_hash=self.hash_of(row),
         )
-        session.flush()
-        return row_id
+
+    def append(
+        self,
+        session: Session,
+        *,
+        actor_user_id: str | None,
+        event: str,
+        occurred_at: datetime,
+        details: Mapping[str, object] | None = None,
+    ) -> uuid.UUID:
+        """Append one row and return the Id it minted (ADR-0052 D5), so the caller's notice can
+        name it in the same unit of work. Takes the tail lock first; does not commit."""
+        sealed = self.seal(
+            session,
+            actor_user_id=actor_user_id,
+            event=event,
+            occurred_at=occurred_at,
+            details=details,
+        )
+        write_sealed(session, sealed)
+        return sealed.id

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, Update, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
@@ -33,28 +33,57 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
 def primary_account(session: Session, user_id: str) -> Account | None:
     """A customer's primary account: the oldest open one (where incoming transfers land)."""
     return session.scalar(
-        select(Account)
+        select(Account).where(Account.Id == _primary_account_id(user_id).scalar_subquery())
+    )
+
+
+def _primary_account_id(user_id: str) -> Select[uuid.UUID]:
+    return (
+        select(Account.Id)
         .where(Account.UserId == user_id, Account.IsDeleted.is_(False))
         .order_by(Account.CreatedAt, Account.Id)
         .limit(1)
     )
 
 
-def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
-    """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw);
-    otherwise raise LostRace so the whole attempt runs again on fresh rows."""
-    written = rows_matched(
-        session,
+def open_account_and_primary_account(
+    session: Session, account_id: uuid.UUID, payee_user_id: str
+) -> tuple[Account | None, Account | None]:
+    """The open account `account_id` and the payee's primary account, in one statement: the
+    payer's and the payee's rows with the concurrency tokens their writes will be judged by."""
+    rows = session.scalars(
+        select(Account).where(
+            Account.IsDeleted.is_(False),
+            or_(
+                Account.Id == account_id,
+                Account.Id == _primary_account_id(payee_user_id).scalar_subquery(),
+            ),
+        )
+    ).all()
+    payer = next((row for row in rows if row.Id == account_id), None)
+    payee = next((row for row in rows if row.Id != account_id), None)
+    return payer, payee
+
+
+def balance_update(account_id: uuid.UUID, seen_version: int, new_balance: Decimal) -> Update:
+    """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw),
+    bumping the token; it matches no row otherwise."""
+    return (
         update(Account)
         .where(
-            Account.Id == account.Id,
-            Account.Version == account.Version,
+            Account.Id == account_id,
+            Account.Version == seen_version,
             Account.IsDeleted.is_(False),
         )
         .values(Balance=new_balance, Version=Account.Version + 1)
-        .execution_options(synchronize_session=False),
+        .execution_options(synchronize_session=False)
     )
-    if written != 1:
+
+
+def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
+    """The balance write under the account's token; LostRace when someone wrote the row since it
+    was read, so the whole attempt runs again on fresh rows."""
+    if rows_matched(session, balance_update(account.Id, account.Version, new_balance)) != 1:
         raise LostRace()
 
 

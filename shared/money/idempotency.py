@@ -9,7 +9,10 @@ Keys are scoped to (user, operation). The protocol:
    - Absent → insert an InProgress marker and commit it, BEFORE the money's transaction, so a
      concurrent duplicate sees it (the unique (UserId, Operation, Key) decides a tie).
 2. The money's transaction completes the marker (State Completed, status, body) in the SAME
-   transaction as the money: a success is stored if and only if the money moved.
+   transaction as the money: a success is stored if and only if the money moved. The operation
+   hands its writer a `SuccessRecord` (the marker's Id and the answer); the writer stores it with
+   `store_success`, or in the one batch of its other writes, and either way a marker that is no
+   longer ours rolls the money back (`ClaimLost`).
 3. A refusal or fault deletes the marker (never stored, never replayed: the next try with the key
    is evaluated afresh, ADR-0050 A3.4).
 
@@ -80,6 +83,44 @@ class IdempotencyClaim:
     operation: str
     key: str
     request_hash: str
+
+
+@dataclass(frozen=True)
+class SuccessRecord:
+    """A success to store in the money's own transaction: it completes the marker `record_id`
+    only while that marker is still InProgress (still ours)."""
+
+    record_id: uuid.UUID
+    status: int
+    body: str
+    completed_at: datetime
+
+
+# What a money operation calls with its receipt inside its transaction, before the commit: the
+# success its writer must store with the money (the idempotency record).
+SuccessHook = Callable[[Any], SuccessRecord]
+
+
+def store_success(session: Session, record: SuccessRecord) -> None:
+    """Complete the marker in the money's transaction; raise ClaimLost when it is no longer ours
+    (the caller's transaction must then roll back)."""
+    completed = rows_matched(
+        session,
+        update(IdempotencyRecord)
+        .where(
+            IdempotencyRecord.Id == record.record_id,
+            IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
+        )
+        .values(
+            State=IdempotencyState.COMPLETED.value,
+            ResponseStatus=record.status,
+            ResponseBody=record.body,
+            CompletedAt=record.completed_at,
+        )
+        .execution_options(synchronize_session=False),
+    )
+    if completed != 1:
+        raise ClaimLost()
 
 
 class ClaimLost(Exception):
@@ -177,26 +218,9 @@ class IdempotencyKeys:
         )
         return None
 
-    def complete(self, session: Session, claim: IdempotencyClaim, status: int, body: str) -> None:
-        """Store the success in the money's own transaction; raise ClaimLost when the marker is
-        no longer ours (the caller's transaction must then roll back)."""
-        completed = rows_matched(
-            session,
-            update(IdempotencyRecord)
-            .where(
-                IdempotencyRecord.Id == claim.record_id,
-                IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
-            )
-            .values(
-                State=IdempotencyState.COMPLETED.value,
-                ResponseStatus=status,
-                ResponseBody=body,
-                CompletedAt=self._clock.now(),
-            )
-            .execution_options(synchronize_session=False),
-        )
-        if completed != 1:
-            raise ClaimLost()
+    def success(self, claim: IdempotencyClaim, status: int, body: str) -> SuccessRecord:
+        """The success that completes `claim`, for the money's writer to store."""
+        return SuccessRecord(claim.record_id, status, body, self._clock.now())
 
     def release(self, claim: IdempotencyClaim) -> None:
         """A refusal or fault: drop the marker, so the key is evaluated afresh next time."""
@@ -215,14 +239,15 @@ class IdempotencyKeys:
         operation: str,
         key: str,
         canonical: Mapping[str, Any],
-        action: Callable[[Callable[[Session, str], None]], T],
+        action: Callable[[Callable[[str], SuccessRecord]], T],
         *,
         status: int,
     ) -> tuple[StoredResponse, bool]:
         """Run `action` at most once per key and answer (response, replayed).
 
-        `action(store)` performs the money operation; it must call `store(session, body)` inside
-        its transaction, before the commit, with the exact body it answers."""
+        `action(success)` performs the money operation; inside its transaction, before the
+        commit, it calls `success(body)` with the exact body it answers and stores the record
+        that returns with its money."""
         hash_ = request_hash(operation, canonical)
         outcome = self.claim(user_id, operation, key, hash_)
         if isinstance(outcome, StoredResponse):
@@ -230,12 +255,13 @@ class IdempotencyKeys:
         claim = outcome
         stored: list[str] = []
 
-        def store(session: Session, body: str) -> None:
-            self.complete(session, claim, status, body)
+        def success(body: str) -> SuccessRecord:
+            # The last attempt's body is the one its commit stored (a lost race runs again).
             stored.append(body)
+            return self.success(claim, status, body)
 
         try:
-            action(store)
+            action(success)
         except ClaimLost:
             # Our money rolled back; whoever holds the key now answers for it.
             again = self.claim(user_id, operation, key, hash_)

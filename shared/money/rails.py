@@ -21,10 +21,10 @@ from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work
 from shared.errors import ValidationFailed
 from shared.money.accounts import move_money, own_open_account, post_entry, write_balance
+from shared.money.idempotency import SuccessHook, store_success
 from shared.money.ports import AuditAppender
 from shared.money.refusals import InsufficientFunds
 from shared.money.retry import run_money_transaction
-from shared.money.transfers import SuccessHook
 
 INTERNAL_TRANSFER_COMPLETED = "InternalTransferCompleted"
 DEPOSIT_COMPLETED = "DepositCompleted"
@@ -112,7 +112,7 @@ class AccountRails:
                 transaction_id, source.Id, target.Id, amount, balance, now
             )
             if on_success is not None:
-                on_success(session, receipt)
+                store_success(session, on_success(receipt))
             session.flush()
             return receipt
 
@@ -179,7 +179,7 @@ class AccountRails:
             )
             receipt = RailReceipt(transaction_id, account.Id, amount, balance, now)
             if on_success is not None:
-                on_success(session, receipt)
+                store_success(session, on_success(receipt))
             session.flush()
             return receipt
 

@@ -6,35 +6,36 @@ application lock, with the day decided against the instant of the spend.
     → authorization valid: user, account, payee, amount, unspent (401 AUTHORIZATION_INVALID),
       unexpired (401 AUTHORIZATION_EXPIRED)
     → daily pre-check (D4.2: after the authorization, so the check is no oracle)
-    → retry loop { begin → application lock → authoritative sum (D4.3) → balance (422
-      INSUFFICIENT_FUNDS) → audit row (tail lock) → debit/credit with concurrency tokens →
-      ledger rows → authorization spent (conditional) → success hook (idempotency) → commit }
+    → retry loop { begin → application lock → both accounts → authoritative sum (D4.3) →
+      balance (422 INSUFFICIENT_FUNDS) → tail lock → ONE round trip of writes: audit row and
+      tail, debit/credit with concurrency tokens, ledger rows, authorization spent
+      (conditional), the idempotency record → commit }
+
+Statements per transfer on PostgreSQL: 4 before the loop, then per attempt the lock (2), the
+accounts, the sum, the tail lock, the writes; from the tail lock to the commit, 3 round trips
+(tests/integration/test_transfer_statement_budget.py pins it; shared/money/transfer_write_sql.py
+says why).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import NoReturn
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
-from shared.db.schema import (
-    Account,
-    AuthorizationStatus,
-    TransferAuthorization,
-)
+from shared.db.schema import Account, AuthorizationStatus, TransferAuthorization
 from shared.db.uow import unit_of_work
-from shared.db.writes import rows_matched
-from shared.money.accounts import move_money, primary_account
+from shared.money.accounts import open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
+from shared.money.idempotency import ClaimLost, SuccessHook
 from shared.money.payees import Payee, resolve_payee
 from shared.money.ports import AuditAppender
 from shared.money.refusals import (
@@ -44,7 +45,8 @@ from shared.money.refusals import (
     InsufficientFunds,
     PayeeInvalid,
 )
-from shared.money.retry import run_money_transaction
+from shared.money.retry import LostRace, run_money_transaction
+from shared.money.transfer_write_sql import BalanceWrite, TransferWrites, write_transfer
 
 log = logging.getLogger("azurebank.money")
 
@@ -67,10 +69,6 @@ class TransferReceipt:
     amount: Decimal
     balance: Decimal
     created_at: datetime
-
-
-# Runs inside the money's transaction just before its commit (the idempotency record).
-SuccessHook = Callable[[Session, Any], None]
 
 
 def _validate_authorization(
@@ -102,12 +100,17 @@ class TransferService:
         limit: DailyOutflowLimit,
         lock: DailyLimitLock,
         audit: AuditAppender,
+        *,
+        one_round_trip: bool = True,
     ) -> None:
+        """`one_round_trip=False` (every write its own statement under the tail lock) exists
+        for the bench's baseline only."""
         self._engine = engine
         self._clock = clock
         self._limit = limit
         self._lock = lock
         self._audit = audit
+        self._one_round_trip = one_round_trip
 
     def transfer(
         self, user_id: str, order: TransferOrder, *, on_success: SuccessHook | None = None
@@ -135,18 +138,30 @@ class TransferService:
         on_success: SuccessHook | None,
     ) -> TransferReceipt:
         """One attempt inside the unit of work that opened with the application lock (D5):
-        the parties and the day, the audit row, the money, the spend, the success hook. Kept
-        whole because the lock order (tail before rows) is read here, in one place."""
+        the parties and the day, then the critical section — the tail lock, every write in one
+        round trip, judged. Kept whole because the lock order (tail before rows) is read here,
+        in one place."""
+        assert order.authorization_id is not None
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
         now = self._clock.now()
         sender, receiver = self._parties(session, user_id, order, payee, now)
         transaction_id = uuid.uuid4()
+        receipt = TransferReceipt(
+            transaction_id,
+            sender.Id,
+            order.recipient_azure_tag,
+            order.amount,
+            sender.Balance - order.amount,
+            now,
+        )
+        # Rendered before the tail lock: nothing the answer holds depends on the chain, and every
+        # instant spent under the tail is spent by every transfer of the bank.
+        success = None if on_success is None else on_success(receipt)
         # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
         # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
-        # with them. The reads above were plain; the first row lock comes after this append.
-        # Rolled back with everything else if a later step refuses: successes only (ADR-0044).
-        self._audit.append(
+        # with them. The reads above were plain; the first row lock is in the writes below.
+        audit_row = self._audit.seal(
             session,
             actor_user_id=user_id,
             event=TRANSFER_COMPLETED,
@@ -158,36 +173,50 @@ class TransferService:
                 "amount": str(order.amount),
             },
         )
-        new_balance = move_money(
+        # Every round trip from the tail lock to the commit is paid by every transfer of the
+        # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
+        outcome = write_transfer(
             session,
-            sender,
-            receiver,
-            order.amount,
-            entry_id=transaction_id,
-            created_at=now,
-            recipient_azure_tag=order.recipient_azure_tag,
+            TransferWrites(
+                audit=audit_row,
+                balances=_in_lock_order(
+                    BalanceWrite(sender.Id, sender.Version, receipt.balance),
+                    BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
+                ),
+                transaction_id=transaction_id,
+                transfer_in_id=uuid.uuid4(),
+                sender_id=sender.Id,
+                receiver_id=receiver.Id,
+                recipient_azure_tag=order.recipient_azure_tag,
+                amount=order.amount,
+                authorization_id=order.authorization_id,
+                now=now,
+                success=success,
+            ),
+            one_round_trip=self._one_round_trip,
         )
-        self._spend(session, order, transaction_id, now)
-        receipt = TransferReceipt(
-            transaction_id, sender.Id, order.recipient_azure_tag, order.amount, new_balance, now
-        )
-        if on_success is not None:
-            on_success(session, receipt)
-        session.flush()
+        # Judged in the order of the writes; whatever half-applied rolls back with the attempt,
+        # the audit row too (successes only, ADR-0044).
+        if outcome.balances != 2:
+            raise LostRace()
+        if outcome.spent != 1:
+            _refuse_spend(session, order, now)
+        if outcome.stored == 0:
+            raise ClaimLost()
         return receipt
 
     def _parties(
         self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
     ) -> tuple[Account, Account]:
-        """The sender's row, the authoritative day (D4.3), the balance, then the payee's
-        account; refuses in that order."""
+        """The sender's and the payee's rows (one read), the authoritative day (D4.3), then the
+        sender, the balance, the payee's account; refuses in that order."""
         # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
         # this account that commits after this read bumps the token and makes our write lose,
         # and any that committed before it is in the sum. So one account's transfers keep the day
         # even without the lock (ADR-0050 Verification: "the retry's" tripwire); the lock is what
-        # covers two accounts of one user, which share no row.
-        sender = session.scalar(
-            select(Account).where(Account.Id == order.account_id, Account.IsDeleted.is_(False))
+        # covers two accounts of one user, which share no row. No row lock yet: the tail first.
+        sender, receiver = open_account_and_primary_account(
+            session, order.account_id, payee.user_id
         )
         self._limit.check(session, user_id, order.amount, now)  # D4.3
         if sender is None or sender.UserId != user_id:
@@ -196,39 +225,26 @@ class TransferService:
             raise AuthorizationInvalid()
         if sender.Balance < order.amount:
             raise InsufficientFunds(available=sender.Balance, requested=order.amount)
-        receiver = primary_account(session, payee.user_id)
         if receiver is None:
             raise PayeeInvalid()
         return sender, receiver
 
-    def _spend(
-        self, session: Session, order: TransferOrder, transaction_id: uuid.UUID, now: datetime
-    ) -> None:
-        """Mark the authorization spent only if it is still Pending and unexpired: of two spends
-        of one authorization, the second matches no row and loses."""
-        spent = rows_matched(
-            session,
-            update(TransferAuthorization)
-            .where(
-                TransferAuthorization.Id == order.authorization_id,
-                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-                TransferAuthorization.ExpiresAt > now,
-            )
-            .values(
-                Status=AuthorizationStatus.SPENT.value,
-                SpentAt=now,
-                TransactionId=transaction_id,
-            )
-            .execution_options(synchronize_session=False),
+
+def _in_lock_order(a: BalanceWrite, b: BalanceWrite) -> tuple[BalanceWrite, BalanceWrite]:
+    # Rows in Id order, so two movements between the same two accounts in opposite directions
+    # (two users, two application locks) cannot deadlock on each other.
+    return (a, b) if str(a.account_id) <= str(b.account_id) else (b, a)
+
+
+def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
+    """The spend matched no row: the authorization is no longer Pending and unexpired. Of two
+    spends of one authorization, the second lands here and loses."""
+    expires_at = session.scalar(
+        select(TransferAuthorization.ExpiresAt).where(
+            TransferAuthorization.Id == order.authorization_id,
+            TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
         )
-        if spent == 1:
-            return
-        expires_at = session.scalar(
-            select(TransferAuthorization.ExpiresAt).where(
-                TransferAuthorization.Id == order.authorization_id,
-                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-            )
-        )
-        if expires_at is not None and expires_at <= now:
-            raise AuthorizationExpired()
-        raise AuthorizationInvalid()
+    )
+    if expires_at is not None and expires_at <= now:
+        raise AuthorizationExpired()
+    raise AuthorizationInvalid()

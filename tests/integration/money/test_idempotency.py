@@ -20,7 +20,7 @@ from shared.db.engine import get_engine
 from shared.db.schema import Account, IdempotencyRecord, Transaction
 from shared.db.uow import unit_of_work
 from shared.money.applock_sql import take_daily_limit_lock
-from shared.money.idempotency import IdempotencyKeys, StoredResponse, request_hash
+from shared.money.idempotency import IdempotencyKeys, StoredResponse, SuccessRecord, request_hash
 from shared.money.rails import AccountRails
 from tests.money_support import (
     DEPOSIT,
@@ -334,7 +334,7 @@ def test_a_request_that_outlived_its_marker_cannot_store_a_second_success(db_url
         canonical = {"accountId": str(alice.primary), "amount": "10.00"}
         key = unique_key()
 
-        def deposit(store: Callable[[Session, str], None]) -> object:
+        def deposit(success: Callable[[str], SuccessRecord]) -> object:
             # Meanwhile, another request took the stale marker over and completed the deposit.
             bank.clock.advance(301)
             winner = keys.run(
@@ -343,13 +343,13 @@ def test_a_request_that_outlived_its_marker_cannot_store_a_second_success(db_url
                 key,
                 canonical,
                 lambda s2: rails.deposit(
-                    alice.user_id, alice.primary, Decimal(10), on_success=lambda x, _: s2(x, "W")
+                    alice.user_id, alice.primary, Decimal(10), on_success=lambda _: s2("W")
                 ),
                 status=201,
             )
             assert winner == (StoredResponse(201, "W"), False)
             return rails.deposit(
-                alice.user_id, alice.primary, Decimal(10), on_success=lambda s, _: store(s, "L")
+                alice.user_id, alice.primary, Decimal(10), on_success=lambda _: success("L")
             )
 
         answer = keys.run(alice.user_id, "deposit", key, canonical, deposit, status=201)

@@ -1,0 +1,327 @@
+"""The audit chain's critical section over a simulated network (part of `bench/transfers.py`).
+
+Every transfer of the bank serialises on the chain's tail lock, so the bank's transfer rate is
+bounded by how long one transfer holds it: its round trips from the tail lock to the commit,
+each costing a network latency. Measured here, on PostgreSQL, with a statement counter on the
+engine (not by reading the code):
+
+- statements per transfer, and round trips from the tail lock to the commit (commit included);
+- transfers/s with `clients` client PROCESSES (Function instances are processes: threads would
+  add the GIL's waits to the time the tail is held) at a fixed simulated latency per round trip:
+  `time.sleep(delay)` before every cursor execute, at every BEGIN (psycopg sends it as its own
+  round trip), COMMIT and ROLLBACK, and at every pool checkout (the pre-ping's round trip);
+- the two write paths in ONE run, alternated (before, after, before, after) over the same
+  customers: "before" is `TransferService(one_round_trip=False)`, every write after the tail lock
+  its own statement (SQLite's path, and the writes main made one by one); "after" is the one
+  round trip.
+
+Each transfer is TransferService.transfer with its success stored with the money (an
+idempotency marker claimed beforehand in bulk, as authorizations are minted in bulk: neither the
+claim nor the mint is what is measured).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.synchronize
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+from sqlalchemy import Engine, event, insert
+from sqlalchemy.orm import Session
+
+from shared.audit.tail_sql import postgresql_tail_lock
+from shared.bootstrap import bootstrap
+from shared.clock import FakeClock
+from shared.db.engine import build_engine
+from shared.db.schema import (
+    AuthorizationStatus,
+    IdempotencyRecord,
+    IdempotencyState,
+    TransferAuthorization,
+)
+from shared.errors import DomainError
+from shared.money.applock_sql import DailyLimitLock
+from shared.money.idempotency import SuccessRecord
+from shared.money.transfers import TransferOrder, TransferService
+from shared.settings import Settings
+
+AMOUNT = Decimal(1)
+BEFORE, AFTER = "before (one statement per write)", "after (one round trip)"
+
+
+@dataclass(frozen=True)
+class Order:
+    user_id: str
+    account_id: uuid.UUID
+    payee_tag: str
+    authorization_id: uuid.UUID
+    record_id: uuid.UUID
+
+
+@dataclass
+class Counts:
+    """What one client process sent: statements, and per locked transaction its round trips
+    from the tail lock to its end (commit or rollback included)."""
+
+    transfers: int = 0
+    refused: int = 0
+    statements: int = 0
+    locked_transactions: int = 0
+    round_trips_under_the_tail: int = 0
+    finished_at: float = 0.0
+    # Seconds from the tail lock's answer (the lock granted) to the end of the commit.
+    holds: list[float] = field(default_factory=list)
+
+    def add(self, other: Counts) -> None:
+        for name in ("transfers", "refused", "statements", "locked_transactions"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.round_trips_under_the_tail += other.round_trips_under_the_tail
+        self.finished_at = max(self.finished_at, other.finished_at)
+        self.holds.extend(other.holds)
+
+
+def make_orders(
+    engine: Engine,
+    users: Sequence[tuple[str, uuid.UUID, str]],
+    count: int,
+    rng: Any,
+    day: datetime,
+) -> list[Order]:
+    """`count` minted authorizations and claimed idempotency markers, each from a random user to
+    another."""
+    orders, authorizations, markers = [], [], []
+    for _ in range(count):
+        payer, payee = rng.sample(list(users), 2)
+        order = Order(payer[0], payer[1], payee[2], uuid.uuid4(), uuid.uuid4())
+        authorizations.append(
+            {
+                "Id": order.authorization_id,
+                "UserId": order.user_id,
+                "AccountId": order.account_id,
+                "RecipientAzureTag": order.payee_tag,
+                "Amount": AMOUNT,
+                "Status": AuthorizationStatus.PENDING.value,
+                "CreatedAt": day,
+                "ExpiresAt": day + timedelta(hours=1),
+            }
+        )
+        markers.append(
+            {
+                "Id": order.record_id,
+                "UserId": order.user_id,
+                "Operation": "transfer",
+                "Key": order.record_id.hex,
+                "RequestHash": "0" * 64,
+                "State": IdempotencyState.IN_PROGRESS.value,
+                "CreatedAt": day,
+            }
+        )
+        orders.append(order)
+    with engine.begin() as conn:
+        conn.execute(insert(TransferAuthorization), authorizations)
+        conn.execute(insert(IdempotencyRecord), markers)
+    return orders
+
+
+def _network(engine: Engine, delay: float, counts: Counts) -> Callable[[], None]:
+    """The simulated network and the statement counter, on the client's engine; returns what
+    removes them."""
+    tail_lock = str(postgresql_tail_lock().compile(dialect=engine.dialect))
+
+    def round_trip(*_args: object) -> None:
+        if delay:
+            time.sleep(delay)
+
+    def statement(conn: Any, _cursor: object, sql: str, *_rest: object) -> None:
+        counts.statements += 1
+        if sql == tail_lock:
+            conn.info["under_the_tail"] = 0
+        if "under_the_tail" in conn.info:
+            conn.info["under_the_tail"] += 1
+        round_trip()
+
+    def end(conn: Any) -> None:
+        under = conn.info.pop("under_the_tail", None)
+        if under is not None:
+            counts.locked_transactions += 1
+            counts.round_trips_under_the_tail += under + 1  # the commit (or rollback)
+        round_trip()
+
+    held_since: list[float] = []  # one client thread per process
+
+    def granted(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        if sql == tail_lock:
+            held_since[:] = [time.perf_counter()]
+
+    def released(_session: object) -> None:
+        if held_since:
+            counts.holds.append(time.perf_counter() - held_since.pop())
+
+    listeners: list[tuple[Any, str, Callable[..., None]]] = [
+        (engine, "before_cursor_execute", statement),
+        (engine, "after_cursor_execute", granted),
+        (engine, "begin", round_trip),
+        (engine, "commit", end),
+        (engine, "rollback", end),
+        (engine.pool, "checkout", round_trip),
+        (Session, "after_commit", released),
+        (Session, "after_rollback", released),
+    ]
+    for target, name, fn in listeners:
+        event.listen(target, name, fn)
+
+    def remove() -> None:
+        for target, name, fn in listeners:
+            event.remove(target, name, fn)
+
+    return remove
+
+
+def _client(
+    url: str,
+    environ: dict[str, str],
+    day: datetime,
+    delay: float,
+    phases: list[tuple[str, list[Order]]],
+    barrier: multiprocessing.synchronize.Barrier,
+    next_order: Synchronized[int],
+    results: multiprocessing.Queue[tuple[str, Counts]],
+) -> None:
+    from shared.settings import load_settings
+
+    settings: Settings = load_settings(environ)
+    engine = build_engine(url)
+    clock = FakeClock(day)
+    services = bootstrap(settings, engine, clock)
+    chain = services.require_audit_chain()
+    by_path = {
+        path: TransferService(
+            engine,
+            clock,
+            services.limit,
+            DailyLimitLock(settings.DailyLimit.LockTimeoutSeconds),
+            chain,
+            one_round_trip=path == AFTER,
+        )
+        for path in (BEFORE, AFTER)
+    }
+    for path, orders in phases:
+        counts = Counts()
+        remove_network = _network(engine, delay, counts)
+        barrier.wait()  # every client connected and ready: the clock starts
+        while True:
+            with next_order.get_lock():
+                index = next_order.value
+                next_order.value += 1
+            if index >= len(orders):
+                break
+            order = orders[index]
+
+            def stored(receipt: Any, record_id: uuid.UUID = order.record_id) -> SuccessRecord:
+                return SuccessRecord(record_id, 201, f'{{"id":"{receipt.transaction_id}"}}', day)
+
+            try:
+                by_path[path].transfer(
+                    order.user_id,
+                    TransferOrder(
+                        order.account_id, order.payee_tag, AMOUNT, order.authorization_id
+                    ),
+                    on_success=stored,
+                )
+                counts.transfers += 1
+            except DomainError:
+                counts.refused += 1
+        counts.finished_at = time.monotonic()
+        remove_network()
+        results.put((path, counts))
+        barrier.wait()  # the phase is over for everybody
+    engine.dispose()
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    path: str
+    rate: float
+    counts: Counts
+
+
+def run(
+    url: str,
+    environ: dict[str, str],
+    engine: Engine,
+    users: Sequence[tuple[str, uuid.UUID, str]],
+    rng: Any,
+    *,
+    clients: int,
+    transfers: int,
+    delay: float,
+    day: datetime,
+) -> list[PhaseResult]:
+    """Both paths, alternated twice, `transfers` each time, from `clients` processes."""
+    paths = [BEFORE, AFTER, BEFORE, AFTER]
+    phases = [(path, make_orders(engine, users, transfers, rng, day)) for path in paths]
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(clients + 1)
+    next_order = spawn.Value("i", 0)
+    results: multiprocessing.Queue[tuple[str, Counts]] = spawn.Queue()
+    processes = [
+        spawn.Process(
+            target=_client,
+            args=(url, environ, day, delay, phases, barrier, next_order, results),
+        )
+        for _ in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    out = []
+    try:
+        for path, _orders in phases:
+            next_order.value = 0
+            barrier.wait()
+            started = time.monotonic()
+            total = Counts()
+            for _ in range(clients):
+                _path, counts = results.get(timeout=900)
+                total.add(counts)
+            barrier.wait()
+            out.append(PhaseResult(path, total.transfers / (total.finished_at - started), total))
+    finally:
+        for process in processes:
+            process.join(timeout=60)
+            if process.is_alive():
+                process.kill()
+    return out
+
+
+def report(results: list[PhaseResult], *, clients: int, delay: float) -> None:
+    print(
+        f"critical section: {clients} client processes, {delay * 1e3:g} ms per round trip "
+        "(simulated), service layer with the idempotency record, PostgreSQL"
+    )
+    for r in results:
+        c = r.counts
+        hold = statistics.median(c.holds)
+        print(
+            f"  {r.path:34}: {r.rate:6.1f} transfers/s ({c.refused} refused); "
+            f"{c.statements / max(c.transfers, 1):5.2f} statements per transfer; "
+            f"{c.round_trips_under_the_tail / max(c.locked_transactions, 1):4.2f} round trips "
+            f"from the tail lock to the commit; tail held {hold * 1e3:5.2f} ms (median), "
+            f"a bank cap of {1 / hold:6.1f} transfers/s"
+        )
+
+    def mean(path: str, of: Callable[[PhaseResult], float]) -> float:
+        return statistics.mean(of(r) for r in results if r.path == path)
+
+    rates = mean(AFTER, lambda r: r.rate) / mean(BEFORE, lambda r: r.rate)
+    caps = mean(BEFORE, lambda r: statistics.median(r.counts.holds)) / mean(
+        AFTER, lambda r: statistics.median(r.counts.holds)
+    )
+    print(f"  ratio after ÷ before: transfers/s {rates:.2f}; tail held (the cap) {caps:.2f}")

@@ -1,0 +1,246 @@
+"""The transfer's writes after the tail lock (shared/money/transfer_write_sql.py) are judged by
+what they matched: a concurrency token that moved is a lost race (the attempt runs again), a
+spend that lost is the authorization's refusal, a marker no longer ours is ClaimLost — and in
+every case nothing the round trip wrote survives (only the boundary commits).
+
+Each test makes the write lose on purpose: the success hook runs after the transfer's reads and
+just before the tail lock and the writes, and there another connection commits what a concurrent
+winner would have. That other writer needs a server with row locks (on SQLite the transfer holds
+the one write lock), so these run on PostgreSQL, once with the one round trip and once with one
+statement per write (SQLite's form, which the rest of the suite runs on SQLite)."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, update
+
+from shared.audit.chain import AuditChain
+from shared.audit.verify import walk_chain
+from shared.bootstrap import bootstrap
+from shared.db.engine import get_engine
+from shared.db.schema import (
+    Account,
+    AuditChainTail,
+    AuditEvent,
+    AuthorizationStatus,
+    IdempotencyRecord,
+    IdempotencyState,
+    Transaction,
+    TransferAuthorization,
+)
+from shared.db.uow import unit_of_work
+from shared.errors import DomainError
+from shared.money.applock_sql import DailyLimitLock
+from shared.money.idempotency import StoredResponse, SuccessRecord
+from shared.money.transfers import TransferOrder, TransferService
+from tests.money_support import Bank, open_bank
+from tests.support import CHAIN_KEY, unique_key
+
+pytestmark = pytest.mark.postgres
+
+write_forms = pytest.mark.parametrize(
+    "one_round_trip", [True, False], ids=["one-round-trip", "one-statement-per-write"]
+)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What survives of a transfer: the payer's balance, its ledger rows, the authorization's
+    status, the payer's audit rows, the chain's tail, whether the chain verifies, and the key's
+    record (None when it was released)."""
+
+    balance: Decimal
+    ledger_rows: int
+    authorization: str
+    audit_rows: int
+    tail: int
+    chain_intact: bool
+    record: tuple[str, str | None] | None
+
+
+class Scene:
+    """Alice pays Bob 10 of her 100 through the idempotency protocol, on a service with the
+    write form under test; `interfere` runs once, after the reads, before the tail and writes."""
+
+    def __init__(self, bank: Bank, one_round_trip: bool) -> None:
+        self.bank = bank
+        self.engine = get_engine(bank.db_url)
+        self.services = bootstrap(bank.settings, self.engine, bank.clock)
+        self.transfers = TransferService(
+            self.engine,
+            bank.clock,
+            self.services.limit,
+            DailyLimitLock(10),
+            self.services.require_audit_chain(),
+            one_round_trip=one_round_trip,
+        )
+        self.alice, self.bob = bank.customer(balance=100), bank.customer()
+        self.auth = uuid.UUID(bank.authorize(self.alice, 10, self.bob))
+        self.key = unique_key()
+        self.attempts = 0
+
+    def meanwhile(self, statement: Any) -> None:
+        """Another transaction commits `statement` (it waits on no lock the transfer holds)."""
+        with unit_of_work(self.engine) as session:
+            session.execute(statement)
+            session.commit()
+
+    def pay(self, interfere: Callable[[], None]) -> tuple[StoredResponse, bool]:
+        order = TransferOrder(self.alice.primary, self.bob.tag, Decimal(10), self.auth)
+
+        def hook(success: Callable[[str], SuccessRecord], receipt: Any) -> SuccessRecord:
+            self.attempts += 1
+            if self.attempts == 1:
+                interfere()
+            return success(f'{{"balance":"{receipt.balance}"}}')
+
+        return self.services.idempotency.run(
+            self.alice.user_id,
+            "transfer",
+            self.key,
+            {"authorizationId": str(self.auth)},
+            lambda success: self.transfers.transfer(
+                self.alice.user_id, order, on_success=lambda r: hook(success, r)
+            ),
+            status=201,
+        )
+
+    def written(self) -> Written:
+        with unit_of_work(self.engine) as session:
+            record = session.scalar(
+                select(IdempotencyRecord).where(
+                    IdempotencyRecord.UserId == self.alice.user_id,
+                    IdempotencyRecord.Key == self.key,
+                )
+            )
+            return Written(
+                balance=session.get_one(Account, self.alice.primary).Balance,
+                ledger_rows=int(
+                    session.scalar(
+                        select(func.count())
+                        .select_from(Transaction)
+                        .where(Transaction.AccountId == self.alice.primary)
+                    )
+                    or 0
+                ),
+                authorization=session.get_one(TransferAuthorization, self.auth).Status,
+                audit_rows=int(
+                    session.scalar(
+                        select(func.count())
+                        .select_from(AuditEvent)
+                        .where(AuditEvent.ActorUserId == self.alice.user_id)
+                    )
+                    or 0
+                ),
+                tail=session.get_one(AuditChainTail, 1).LastSequence,
+                chain_intact=walk_chain(session, AuditChain(base64.b64decode(CHAIN_KEY))).intact,
+                record=None if record is None else (record.State, record.ResponseBody),
+            )
+
+    def tail_now(self) -> int:
+        with unit_of_work(self.engine) as session:
+            return session.get_one(AuditChainTail, 1).LastSequence
+
+
+@write_forms
+def test_a_token_that_moved_before_the_write_is_a_lost_race_and_the_retry_writes_once(
+    fresh_postgres_url: str, one_round_trip: bool
+) -> None:
+    """A writer of the payer's account committed after our read: the balance write matches no
+    row, the attempt rolls back whole and runs again on fresh rows; one transfer is written."""
+    with open_bank(fresh_postgres_url) as bank:
+        scene = Scene(bank, one_round_trip)
+        tail_before = scene.tail_now()
+        answer = scene.pay(
+            lambda: scene.meanwhile(
+                update(Account)
+                .where(Account.Id == scene.alice.primary)
+                .values(Version=Account.Version + 1)
+            )
+        )
+        written = scene.written()
+    assert scene.attempts == 2
+    assert answer == (StoredResponse(201, '{"balance":"90.0000"}'), False)
+    assert written == Written(
+        balance=Decimal("90.0000"),
+        ledger_rows=1,
+        authorization=AuthorizationStatus.SPENT.value,
+        audit_rows=1,
+        tail=tail_before + 1,
+        chain_intact=True,
+        record=(IdempotencyState.COMPLETED.value, '{"balance":"90.0000"}'),
+    )
+
+
+@write_forms
+def test_a_spend_lost_before_the_write_refuses_and_leaves_nothing_of_the_round_trip(
+    fresh_postgres_url: str, one_round_trip: bool
+) -> None:
+    """Another spend of the authorization won meanwhile: ours matches no row and answers 401
+    AUTHORIZATION_INVALID; the balances, the ledger, the audit row and the tail the same round
+    trip wrote are rolled back, and the refusal is not stored."""
+    with open_bank(fresh_postgres_url) as bank:
+        scene = Scene(bank, one_round_trip)
+        tail_before = scene.tail_now()
+        with pytest.raises(DomainError) as refused:
+            scene.pay(
+                lambda: scene.meanwhile(
+                    update(TransferAuthorization)
+                    .where(TransferAuthorization.Id == scene.auth)
+                    .values(Status=AuthorizationStatus.SPENT.value)
+                )
+            )
+        written = scene.written()
+    assert (refused.value.status, refused.value.error_code) == (401, "AUTHORIZATION_INVALID")
+    assert scene.attempts == 1
+    assert written == Written(
+        balance=Decimal("100.0000"),
+        ledger_rows=0,
+        authorization=AuthorizationStatus.SPENT.value,
+        audit_rows=0,
+        tail=tail_before,
+        chain_intact=True,
+        record=None,
+    )
+
+
+@write_forms
+def test_a_marker_taken_over_before_the_write_rolls_the_money_back_and_replays_the_holder(
+    fresh_postgres_url: str, one_round_trip: bool
+) -> None:
+    """ADR-0009: the success is stored with the money or not at all. Our marker was completed
+    by another request meanwhile: our write stores nothing, our money rolls back, and the
+    answer is the holder's stored success, replayed."""
+    with open_bank(fresh_postgres_url) as bank:
+        scene = Scene(bank, one_round_trip)
+        tail_before = scene.tail_now()
+        answer = scene.pay(
+            lambda: scene.meanwhile(
+                update(IdempotencyRecord)
+                .where(
+                    IdempotencyRecord.UserId == scene.alice.user_id,
+                    IdempotencyRecord.Key == scene.key,
+                )
+                .values(
+                    State=IdempotencyState.COMPLETED.value, ResponseStatus=201, ResponseBody="W"
+                )
+            )
+        )
+        written = scene.written()
+    assert answer == (StoredResponse(201, "W"), True)
+    assert written == Written(
+        balance=Decimal("100.0000"),
+        ledger_rows=0,
+        authorization=AuthorizationStatus.PENDING.value,
+        audit_rows=0,
+        tail=tail_before,
+        chain_intact=True,
+        record=(IdempotencyState.COMPLETED.value, "W"),
+    )

@@ -1,0 +1,114 @@
+"""The external transfer's statement budget on PostgreSQL, counted on the engine (every cursor
+execute and every COMMIT), not read from the code.
+
+Every transfer and every audited save of the bank serialises on the audit chain's tail lock, so
+each round trip from the tail lock to the commit is a network latency paid by everybody
+(DESIGN §7; shared/money/transfer_write_sql.py): the tail lock, ONE round trip of writes, the
+commit. A change that adds a statement inside the lock, or a statement anywhere past the budget,
+fails here. Speed itself is measured in bench/transfers.py, never asserted."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, event
+
+from shared.audit.tail_sql import postgresql_tail_lock
+from shared.bootstrap import bootstrap
+from shared.db.engine import get_engine
+from shared.money.applock_sql import postgresql_advisory_lock
+from shared.money.idempotency import StoredResponse
+from shared.money.transfers import TransferOrder
+from tests.money_support import open_bank
+
+# The budget (issue goals: ≤ 10 statements per external transfer, ≤ 3 round trips from the tail
+# lock to the commit, commit included).
+STATEMENTS_PER_TRANSFER = 10
+ROUND_TRIPS_FROM_THE_TAIL_LOCK_TO_THE_COMMIT = 3
+
+COMMIT = "COMMIT"
+
+
+@dataclass
+class RoundTrips:
+    """What one connection sent, in order: each statement's SQL, and COMMIT for each commit."""
+
+    sent: list[str] = field(default_factory=list)
+
+    @property
+    def statements(self) -> list[str]:
+        return [sql for sql in self.sent if sql != COMMIT]
+
+    def index_of(self, sql: str) -> int:
+        return self.sent.index(sql)
+
+
+@contextmanager
+def counted(engine: Engine) -> Iterator[RoundTrips]:
+    trips = RoundTrips()
+
+    def on_statement(*args: Any) -> None:
+        trips.sent.append(args[2])  # (conn, cursor, statement, parameters, context, many)
+
+    def on_commit(_conn: object) -> None:
+        trips.sent.append(COMMIT)
+
+    event.listen(engine, "before_cursor_execute", on_statement)
+    event.listen(engine, "commit", on_commit)
+    try:
+        yield trips
+    finally:
+        event.remove(engine, "before_cursor_execute", on_statement)
+        event.remove(engine, "commit", on_commit)
+
+
+@pytest.mark.postgres
+def test_one_transfer_is_ten_statements_and_three_round_trips_from_the_tail_lock_to_the_commit(
+    postgres_url: str,
+) -> None:
+    """One external transfer at the service layer, its success stored with the money (the
+    idempotency record, claimed beforehand as the HTTP path claims it): within the budget, and
+    the lock order of DESIGN §7 — application lock, then the tail, then the first row write."""
+    with open_bank(postgres_url) as bank:
+        alice, bob = bank.customer(balance=100), bank.customer()
+        auth = uuid.UUID(bank.authorize(alice, 10, bob))
+        engine = get_engine(postgres_url)
+        services = bootstrap(bank.settings, engine, bank.clock)
+        order = TransferOrder(alice.primary, bob.tag, Decimal(10), auth)
+        moved: list[RoundTrips] = []
+
+        def transfer(success: Any) -> object:
+            with counted(engine) as trips:
+                receipt = services.transfers.transfer(
+                    alice.user_id, order, on_success=lambda r: success(f"{r.transaction_id}")
+                )
+            moved.append(trips)
+            return receipt
+
+        stored, replayed = services.idempotency.run(
+            alice.user_id, "transfer", uuid.uuid4().hex, {"n": 1}, transfer, status=201
+        )
+    assert not replayed and isinstance(stored, StoredResponse)
+    (trips,) = moved
+    print("\n".join(f"{i:2} {sql.splitlines()[0][:100]}" for i, sql in enumerate(trips.sent)))
+    dialect = engine.dialect
+    applock = trips.index_of(str(postgresql_advisory_lock().compile(dialect=dialect)))
+    tail = trips.index_of(str(postgresql_tail_lock().compile(dialect=dialect)))
+    commit = trips.index_of(COMMIT)
+    assert trips.sent.count(COMMIT) == 1, "one attempt, one commit"
+    under_the_lock = [sql.splitlines()[0] for sql in trips.sent[tail : commit + 1]]
+    assert len(under_the_lock) <= ROUND_TRIPS_FROM_THE_TAIL_LOCK_TO_THE_COMMIT, under_the_lock
+    assert len(trips.statements) <= STATEMENTS_PER_TRANSFER, [
+        sql.splitlines()[0] for sql in trips.statements
+    ]
+    # Lock order: application lock → tail → rows; nothing writes before the tail.
+    writes = [
+        i for i, sql in enumerate(trips.sent) if any(verb in sql for verb in ("UPDATE ", "INSERT "))
+    ]
+    assert applock < tail < min(writes), trips.sent
