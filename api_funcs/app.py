@@ -12,6 +12,7 @@ from api_funcs.body_limit import BodyLimit
 from api_funcs.context import AppContext
 from api_funcs.problems import install_problem_handlers
 from api_funcs.routes import accounts, health, pin, transactions
+from api_funcs.unhandled import UnhandledErrors
 
 
 def create_app(context: AppContext) -> FastAPI:
@@ -21,9 +22,14 @@ def create_app(context: AppContext) -> FastAPI:
         openapi_url="/api/openapi.json",
         docs_url=None,
         redoc_url=None,
+        # Starlette's slash redirect builds its Location from the Host header the caller sent:
+        # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
+        redirect_slashes=False,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
+    # Added last, so outermost of the app's own: it answers whatever the rest let escape.
+    app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(accounts.router)

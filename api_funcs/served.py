@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from api_funcs.access_log import AccessLog
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from shared.bootstrap import start_api_host
@@ -22,6 +23,8 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
     this install lacks is SettingsError here, before anything is served (exit 78)."""
     services, relay = start_api_host(settings, clock=clock)
     app = create_app(AppContext.of(services))
+    # Outermost of the app's middleware, so the line has the status the client got.
+    app.add_middleware(AccessLog)
     attach_relay(app, relay)
     return app
 

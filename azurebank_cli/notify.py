@@ -11,8 +11,9 @@ from typing import Any
 
 from azurebank_cli.runtime import holder_json, print_report
 from azurebank_cli.terminal import shows_progress
-from shared.bootstrap import VERB_LEASE_SECONDS, open_services
+from shared.bootstrap import open_services
 from shared.clock import utc_text
+from shared.notices.claim import VERB_LEASE_SECONDS
 from shared.notices.notify import (
     READING_HELD_BY_OTHERS,
     READING_NOTHING_OWED,

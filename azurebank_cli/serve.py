@@ -36,7 +36,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     app = build_served_app(load_settings())
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        # access_log=False: uvicorn's line writes the query string (a token can ride in it);
+        # the app's AccessLog writes method, path, status and duration instead.
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
         if exc.code in (None, 0):

@@ -56,9 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("azurebank.bootstrap")
 
-# ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
-VERB_LEASE_SECONDS = 120
-
 # DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
@@ -157,6 +154,7 @@ def _sweep(
     runner: str,
     transport: NoticeTransport | None,
 ) -> NoticeSweep:
+    from shared.notices.claim import VERB_LEASE_SECONDS
     from shared.notices.sweep import NoticeSweep
 
     verb = runner_kind(runner) == "verb"

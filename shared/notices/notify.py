@@ -121,8 +121,8 @@ def drain(
             report.lease_lapsed = True
             break
         # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
-        # rows that failed, D2's cap).
-        if summary.claimed == 0 or summary.claimed < sweep.claim.batch_size - summary.renewed:
+        # rows that failed, D2's cap; a refused row resting takes no room, D3).
+        if summary.claimed == 0 or summary.claimed < summary.room:
             break
     _release_at_exit(sweep, engine, clock, report)
     return report
