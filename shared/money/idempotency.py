@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
+from shared.db.exact import exact_equals
 from shared.db.faults import DriverFault, map_driver_faults
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.uow import writing_unit_of_work
@@ -151,7 +152,8 @@ class IdempotencyKeys:
             select(IdempotencyRecord).where(
                 IdempotencyRecord.UserId == user_id,
                 IdempotencyRecord.Operation == operation,
-                IdempotencyRecord.Key == key,
+                # Exact on every dialect, trailing spaces included (docs/database.md).
+                exact_equals(IdempotencyRecord.Key, key),
             )
         )
 

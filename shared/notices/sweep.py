@@ -236,7 +236,7 @@ class NoticeSweep:
         summary.room = taken.room
         summary.claimed_ids = taken.claimed_ids
         summary.held = len(held)
-        live = [n for n in held if n.id not in taken.resting_ids]
+        live = [notice for notice in held if notice.id not in taken.resting_ids]
         summary.resting = len(held) - len(live)
 
         for position, notice in enumerate(live):
