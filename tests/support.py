@@ -34,6 +34,8 @@ CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
 # PBKDF2 at the production 100,000 iterations costs ~0.1 s a hash; tests that make many users
 # use one iteration. Verification reads the count from the hash, so both verify the same way.
 FAST_HASH = 1
+# The Notices__Contact every test host uses (ADR-0048 D6: mandatory content of a notice).
+CONTACT = "AzureBank support, +1 555 0100"
 
 
 def host_environ(db_url: str, **overrides: str) -> dict[str, str]:
