@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -107,6 +108,13 @@ def served_routes() -> list[tuple[str, str]]:
 
 def unique_key() -> str:
     return uuid.uuid4().hex + os.urandom(2).hex()
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released): an unreachable database."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def run_python(
