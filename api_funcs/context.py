@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Literal
 
 from sqlalchemy import Engine
 
@@ -22,6 +23,9 @@ class AppContext:
     # `serve` passes its command-line default here (shared.cli.runtime.database_url); the
     # Functions host passes nothing and never falls back to a local file (DESIGN §4).
     database_url: str | None = None
+    # Which host serves the app: `serve` (api) or the Functions host (function). Its own
+    # questions differ: who delivers notices (ADR-0048 D6), whether the API page is on.
+    host: Literal["api", "function"] = "api"
 
     @property
     def url(self) -> str:

@@ -37,12 +37,20 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("allowance", "transactions/allowance", ("GET",)),
 )
 
+# What is no operation but still needs a Function to be reached on Azure: the API page and the
+# document it reads, anonymous like any page. The app answers 404 for both unless
+# ApiDocs__Enabled turns the page on (api_funcs/docs_page.py).
+PAGES: tuple[Operation, ...] = (
+    Operation("docs", "docs/{*asset}", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("openapi", "openapi.json", ("GET",), func.AuthLevel.ANONYMOUS),
+)
+
 
 @functools.cache
 def _asgi() -> func.AsgiMiddleware:
     # Built on the first request, never at import: importing function_app.py opens nothing.
     # The settings are the ones the host checked at start (relay_func's import).
-    app: FastAPI = create_app(AppContext(function_host_settings()))
+    app: FastAPI = create_app(AppContext(function_host_settings(), host="function"))
     return func.AsgiMiddleware(app)
 
 
@@ -57,5 +65,5 @@ def _register(bp: func.Blueprint, op: Operation) -> None:
 
 
 bp = func.Blueprint()
-for _op in OPERATIONS:
+for _op in (*OPERATIONS, *PAGES):
     _register(bp, _op)
