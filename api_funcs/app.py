@@ -13,6 +13,7 @@ from api_funcs.context import AppContext
 from api_funcs.docs_page import docs_page_on, install_docs_page
 from api_funcs.problems import install_problem_handlers
 from api_funcs.routes import accounts, health, pin, transactions
+from api_funcs.telemetry import install_request_spans
 
 OPENAPI_URL = "/api/openapi.json"
 
@@ -30,6 +31,8 @@ def create_app(context: AppContext) -> FastAPI:
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
+    # Outermost, so a span covers the whole request, the body limit's refusals included.
+    install_request_spans(app, context.telemetry)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(accounts.router)

@@ -14,6 +14,7 @@ from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
 from shared.identity.tokens import TokenVerifier
 from shared.settings import Settings, SettingsError, fix_for
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 
 @dataclass
@@ -26,6 +27,8 @@ class AppContext:
     # Which host serves the app: `serve` (api) or the Functions host (function). Its own
     # questions differ: who delivers notices (ADR-0048 D6), whether the API page is on.
     host: Literal["api", "function"] = "api"
+    # Built by the host (api_funcs.telemetry.host_telemetry); reports nothing by default.
+    telemetry: Telemetry = NO_TELEMETRY
 
     @property
     def url(self) -> str:

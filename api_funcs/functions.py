@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
+from api_funcs.telemetry import function_host_telemetry
 from shared.settings import function_host_settings
 
 
@@ -50,7 +51,10 @@ PAGES: tuple[Operation, ...] = (
 def _asgi() -> func.AsgiMiddleware:
     # Built on the first request, never at import: importing function_app.py opens nothing.
     # The settings are the ones the host checked at start (relay_func's import).
-    app: FastAPI = create_app(AppContext(function_host_settings(), host="function"))
+    context = AppContext(
+        function_host_settings(), host="function", telemetry=function_host_telemetry()
+    )
+    app: FastAPI = create_app(context)
     return func.AsgiMiddleware(app)
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.telemetry import record_refusal
 from shared.errors import DomainError, Fault
 
 PROBLEM_JSON = "application/problem+json"
@@ -99,6 +100,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        record_refusal(request, exc)
         return problem_response(
             exc.status,
             exc.error_code,

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import azure.functions as func
 
+from api_funcs.telemetry import function_host_telemetry
 from shared.notices.function_host import FunctionRelayHost
 from shared.settings import function_host_settings
 
-host = FunctionRelayHost(function_host_settings())
+host = FunctionRelayHost(function_host_settings(), telemetry=function_host_telemetry())
 
 bp = func.Blueprint()
 

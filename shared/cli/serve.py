@@ -41,6 +41,7 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
     The loop is always registered (D1), so every API host reads the flag and says what it does."""
     from api_funcs.app import create_app
     from api_funcs.context import AppContext
+    from api_funcs.telemetry import host_telemetry
     from shared.cli.runtime import database_url
 
     # ADR-0048 D6: refused before anything is served; main() turns this into exit 78.
@@ -50,8 +51,11 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
     context.engine  # noqa: B018
     if clock is not None:
         context.clock = clock
+    context.telemetry = host_telemetry(settings, database_url=context.url, clock=context.clock)
     app = create_app(context)
-    relay = NoticeRelayService(settings, database_url=context.url, clock=context.clock)
+    relay = NoticeRelayService(
+        settings, database_url=context.url, clock=context.clock, telemetry=context.telemetry
+    )
     attach_relay(app, relay)
     return app
 

@@ -76,6 +76,11 @@ class InvalidPin(Unauthenticated):
     title = "The PIN is not correct."
 
 
+class PinLockedOut(InvalidPin):
+    """The wrong PIN that reached `Pin__MaxFailedAttempts`: the same answer as any wrong PIN (the
+    caller learns nothing new), and the lockout starts now; an operator counts these."""
+
+
 def is_valid_pin(pin: str) -> bool:
     """4 to 6 ASCII digits, nothing else."""
     return PIN_PATTERN.fullmatch(pin) is not None
@@ -108,10 +113,11 @@ def verify_pin(
         session.commit()
     if isinstance(outcome, DomainError):
         raise outcome
+    pin_hash, locks = outcome
     # After the reservation, so a malformed guess spends an attempt like any wrong one; never
     # hashed, because HMAC's zero-padding makes "4821\0" verify as "4821".
-    if not is_valid_pin(pin) or not verifier(outcome, pin):
-        raise InvalidPin
+    if not is_valid_pin(pin) or not verifier(pin_hash, pin):
+        raise PinLockedOut if locks else InvalidPin
     with unit_of_work(engine) as session:
         session.execute(
             update(AspNetUser)
@@ -123,9 +129,10 @@ def verify_pin(
 
 def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
-) -> str | DomainError:
-    """Count one attempt, atomically and only while below the limit; return the hash to check,
-    or the rung that applies when no attempt may be made. Does not commit."""
+) -> tuple[str, bool] | DomainError:
+    """Count one attempt, atomically and only while below the limit; return the hash to check
+    and whether this attempt imposed the lockout (it reached the limit), or the rung that
+    applies when no attempt may be made. Does not commit."""
     limit = pin_settings.MaxFailedAttempts
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     count = AspNetUser.PinAccessFailedCount
@@ -158,7 +165,8 @@ def _reserve_attempt(
         return Unauthenticated()
     pin_hash, _count, locked_until = state
     if reserved == 1 and pin_hash is not None:
-        return str(pin_hash)
+        # A reservation is made only while unlocked, so a lockout end now is this attempt's.
+        return str(pin_hash), locked_until is not None
     if pin_hash is None:
         return PinNotEnrolled()
     if locked_until is not None and locked_until > now:

@@ -10,6 +10,7 @@ from shared.clock import Clock, SystemClock
 from shared.notices.relay_runner import RelayRunner, is_named, step_aside_line
 from shared.notices.sweep import NoticeSweepSummary
 from shared.settings import Settings, require_host
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 log = logging.getLogger("azurebank.notices.relay")
 
@@ -24,6 +25,7 @@ class FunctionRelayHost:
         *,
         clock: Clock | None = None,
         sweep: Callable[[], NoticeSweepSummary] | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         # ADR-0048 D6 / ADR-0051 D3: a partial set stops the host, naming the key and the fix.
         require_host(settings, "function")
@@ -36,6 +38,7 @@ class FunctionRelayHost:
                 settings,
                 database_url=settings.Database.Url,
                 clock=clock or SystemClock(),
+                telemetry=telemetry,
             )
             self._sweep = sweep or self.runner.sweep
             log.info(self.runner.announcement(f"schedule {settings.Notices.Schedule}"))

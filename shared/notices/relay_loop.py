@@ -15,6 +15,7 @@ from shared.clock import Clock, SystemClock
 from shared.notices.relay_runner import RelayRunner, is_named, step_aside_line
 from shared.notices.sweep import NoticeSweepSummary
 from shared.settings import Settings, require_host
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 log = logging.getLogger("azurebank.notices.relay")
 
@@ -30,6 +31,7 @@ class NoticeRelayService:
         database_url: str,
         clock: Clock | None = None,
         sweep: Callable[[], NoticeSweepSummary] | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         # ADR-0048 D6: a partial set stops the host (serve exits 78 before it gets here).
         require_host(settings, "api")
@@ -40,7 +42,11 @@ class NoticeRelayService:
         self._settings = settings
         if is_named(settings, "api"):
             self.runner = RelayRunner(
-                "api", settings, database_url=database_url, clock=clock or SystemClock()
+                "api",
+                settings,
+                database_url=database_url,
+                clock=clock or SystemClock(),
+                telemetry=telemetry,
             )
             self._sweep = sweep or self.runner.sweep
         self._task: asyncio.Task[None] | None = None

@@ -18,6 +18,7 @@ from shared.notices.runner_name import make_runner_name
 from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 from shared.notices.transports import NoticeTransport, transport_from_settings
 from shared.settings import NoticeRunner, Settings
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 HostedKind = Literal["api", "function"]
 
@@ -54,8 +55,10 @@ class RelayRunner:
         *,
         database_url: str,
         clock: Clock,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.kind = kind
+        self.telemetry = telemetry
         self.settings = settings
         self.database_url = database_url
         self.clock = clock
@@ -83,8 +86,9 @@ class RelayRunner:
         return self._transport
 
     def sweep(self) -> NoticeSweepSummary:
-        """One NoticeSweep under this runner's name (ADR-0048 D2: the same protocol for all)."""
-        return self._notice_sweep().run()
+        """One NoticeSweep under this runner's name (ADR-0048 D2: the same protocol for all),
+        traced and counted by the host's telemetry."""
+        return self.telemetry.sweep(self.kind, self._notice_sweep().run)
 
     def _notice_sweep(self) -> NoticeSweep:
         # Built on the first sweep, then reused: the engine is where connecting starts.

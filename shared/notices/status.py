@@ -49,6 +49,24 @@ class OwedStatus:
         return None if self.oldest_owed_at is None else self.now - self.oldest_owed_at
 
 
+@dataclass(frozen=True)
+class OwedBacklog:
+    """How many notices are owed and since when: what an operator alerts on (the answer to
+    ADR-0048's "seen by nobody")."""
+
+    owed: int
+    oldest_owed_age: timedelta  # zero when nothing is owed
+
+
+def read_owed_backlog(session: Session, now: datetime) -> OwedBacklog:
+    """One statement over the owed rows (the partial index by CreatedAt serves it)."""
+    owed, oldest = session.execute(
+        select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
+    ).one()
+    age = timedelta(0) if oldest is None else max(timedelta(0), now - oldest)
+    return OwedBacklog(owed=int(owed), oldest_owed_age=age)
+
+
 def lease_holders(
     session: Session, now: datetime, *, live_only: bool, excluding: str | None = None
 ) -> tuple[LeaseHolder, ...]:
