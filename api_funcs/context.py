@@ -3,6 +3,7 @@ one clock, and the engine (built lazily, on the first request that needs it)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -13,6 +14,8 @@ from shared.audit.chain import AuditChain
 from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
 from shared.identity.tokens import TokenVerifier
+from shared.notices.relay_runner import is_named
+from shared.readiness import Readiness, pickup_probe
 from shared.settings import Settings, SettingsError, fix_for
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
@@ -44,6 +47,14 @@ class AppContext:
     @cached_property
     def token_verifier(self) -> TokenVerifier:
         return TokenVerifier(self.settings, self.clock)
+
+    @cached_property
+    def readiness(self) -> Readiness:
+        """This host's readiness checks; the pickup is checked only where this host delivers
+        (ADR-0048 D6: the flag names it)."""
+        delivers = is_named(self.settings, self.host)
+        pickup = functools.cache(functools.partial(pickup_probe, self.settings))
+        return Readiness(lambda: self.engine, pickup=pickup if delivers else None)
 
     @cached_property
     def audit_chain(self) -> AuditChain:

@@ -26,6 +26,8 @@ class Operation:
 # DESIGN §5. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+    # The platform's health check calls it with no key (docs/operations.md).
+    Operation("ready", "health/ready", ("GET",), func.AuthLevel.ANONYMOUS),
     Operation("accounts", "accounts", ("GET",)),
     # Two Functions on one route, told apart by method (each can be disabled on its own).
     Operation("pin_enrol", "pin", ("POST",)),

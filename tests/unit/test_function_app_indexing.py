@@ -87,8 +87,8 @@ def test_every_operation_is_one_named_http_function_with_its_route_methods_and_a
         assert trigger["route"] == op.route
         assert sorted(trigger["methods"]) == sorted(op.methods)
         assert trigger["authLevel"] == op.auth_level.name
-        # DESIGN §5: every /api operation but health carries authLevel function on Azure; the
+        # DESIGN §5: every /api operation but health and ready carries authLevel function; the
         # API page and its document are pages, anonymous (the app answers 404 while it is off).
-        anonymous = {"health", *(page.name for page in PAGES)}
+        anonymous = {"health", "ready", *(page.name for page in PAGES)}
         expected = "ANONYMOUS" if op.name in anonymous else "FUNCTION"
         assert trigger["authLevel"] == expected, op.name
