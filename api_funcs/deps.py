@@ -68,14 +68,18 @@ def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
     if credentials is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     try:
-        user_id = ctx.token_verifier.verify(credentials.credentials)
+        # The verifier refuses any `sub` no database can store and compare (claims.user_id)
+        # before it reaches this query.
+        claimed = ctx.token_verifier.verify(credentials.credentials)
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
     with unit_of_work(ctx.engine) as session:
-        exists = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == user_id))
-    if exists is None:
+        stored = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == claimed))
+    if stored is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
-    return user_id
+    # The row's own Id, not the claim's spelling of it: where a collation matches `abc` to
+    # `ABC` (SQL Server's default), every later query still names the one stored key.
+    return stored
 
 
 CurrentUser = Annotated[str, Depends(current_user_id)]

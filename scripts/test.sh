@@ -6,9 +6,13 @@
 #
 # It creates or refreshes .venv, starts PostgreSQL when it is installed but not listening on
 # 127.0.0.1:5432, installs Azurite into .azurite/ with npm and starts its blob service on
-# 127.0.0.1:10000 unless something already listens there, and stops only what it started.
+# 127.0.0.1:10000 unless something already listens there, installs unixODBC (for pyodbc) as
+# root when it is missing, and stops only what it started. Beside ruff and mypy it checks
+# compose.yaml and the CI workflow against their schemas (check-jsonschema's built-in copies:
+# no network), since nothing here runs Docker or GitHub Actions.
 # Under CI=true a suite skipped for a missing service fails (tests/conftest.py), and so does a
-# whole run in which the SQLite, PostgreSQL or Azurite suite passed no test.
+# whole run in which the SQLite, PostgreSQL or Azurite suite passed no test, or the SQL Server
+# suite passed none while AZUREBANK_TEST_SQLSERVER is set.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -137,17 +141,17 @@ start_azurite() {
   fi
 }
 
-sqlserver_driver() {
-  # Only the opt-in SQL Server suite imports pyodbc, which needs unixODBC's libodbc.so.2.
-  [[ -n "${AZUREBANK_TEST_SQLSERVER:-}" ]] || return 0
+odbc_driver_manager() {
+  # pyodbc needs unixODBC's libodbc.so.2: the SQL Server suite connects through it, and the unit
+  # ring's Entra sign-in test builds a SQL Server engine (a skip without it, a failure under CI).
   ldconfig -p 2>/dev/null | grep -q 'libodbc\.so\.2' && return 0
   if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    log "installing unixodbc for the SQL Server suite"
+    log "installing unixodbc for pyodbc"
     apt-get install -y -q unixodbc >&2 ||
       { apt-get update -q >&2 && apt-get install -y -q unixodbc >&2; } ||
-      log "could not install unixodbc; the SQL Server suite will fail to connect"
+      log "could not install unixodbc; the tests that build a SQL Server engine cannot run"
   else
-    log "libodbc.so.2 is missing: install unixODBC and ODBC Driver 18 for the SQL Server suite"
+    log "libodbc.so.2 is missing: install unixODBC (and ODBC Driver 18 for the SQL Server suite)"
   fi
 }
 
@@ -155,7 +159,7 @@ azurebank_venv "$ROOT"
 VENV_BIN="$ROOT/.venv/bin"
 start_postgres
 start_azurite
-sqlserver_driver
+odbc_driver_manager
 
 failed=()
 step() { # name command...
@@ -173,6 +177,11 @@ step() { # name command...
 step "ruff check" "$VENV_BIN/ruff" check .
 step "ruff format --check" "$VENV_BIN/ruff" format --check .
 step "mypy" "$VENV_BIN/mypy"
+# Built-in schemas (check-jsonschema ships them): the check runs offline.
+step "check-jsonschema compose.yaml" "$VENV_BIN/check-jsonschema" \
+  --builtin-schema vendor.compose-spec compose.yaml
+step "check-jsonschema .github/workflows/ci.yml" "$VENV_BIN/check-jsonschema" \
+  --builtin-schema vendor.github-workflows .github/workflows/ci.yml
 
 SUMMARY_FILE="$(mktemp "${TMPDIR:-/tmp}/azurebank-suites.XXXXXX")"
 export AZUREBANK_SUITE_SUMMARY="$SUMMARY_FILE"
@@ -180,7 +189,8 @@ export AZUREBANK_SUITE_SUMMARY="$SUMMARY_FILE"
 step "pytest" "$VENV_BIN/python" -m pytest "$@"
 
 # The closing line counts the tests; under CI=true a whole run must also have passed tests in
-# each of the SQLite, PostgreSQL and Azurite suites.
+# each of the SQLite, PostgreSQL and Azurite suites, and in the SQL Server suite when its URL
+# is set (a CI job that means to test SQL Server must not go green on skips).
 if ! closing="$("$VENV_BIN/python" - "$SUMMARY_FILE" "$#" <<'PY'
 import json
 import os
@@ -195,7 +205,10 @@ except (OSError, ValueError):
     sys.exit(1)
 total = {k: sum(s[k] for s in suites.values()) for k in ("passed", "failed", "skipped")}
 print(f"tests: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
-missing = [n for n in ("sqlite", "postgres", "azurite") if suites.get(n, {}).get("passed", 0) == 0]
+required = ["sqlite", "postgres", "azurite"]
+if os.environ.get("AZUREBANK_TEST_SQLSERVER"):
+    required.append("sqlserver")
+missing = [n for n in required if suites.get(n, {}).get("passed", 0) == 0]
 if os.environ.get("CI", "").lower() == "true" and extra_args == 0 and missing:
     print(f"test.sh: CI=true and no test passed in: {', '.join(missing)}", file=sys.stderr)
     sys.exit(1)

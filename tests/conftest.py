@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -43,6 +44,13 @@ _SETTING_SECTIONS = (
     "pin",
     "transfers",
 )
+
+
+# Property tests keep their own bounded max_examples; under CI=true they are derandomized, so a
+# green CI run is repeatable.
+settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None)
+if os.environ.get("CI", "").lower() == "true":
+    settings.load_profile("ci")
 
 
 def service_missing(what: str) -> None:

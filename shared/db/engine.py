@@ -6,9 +6,11 @@ Nothing here runs at import time: the Functions host unloads every function when
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -17,9 +19,19 @@ from sqlalchemy.pool import NullPool
 
 from shared.settings import SettingsError, fix_for
 
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+# Builds the Entra credential of a SQL Server engine whose URL has no password.
+CredentialFactory = Callable[[], "TokenCredential"]
+
 # SQL_COPT_SS_ACCESS_TOKEN: the ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
 _AZURE_SQL_SCOPE = "https://database.windows.net/.default"
+# ODBC Driver 18 refuses an access token beside any other way of signing in.
+_SIGN_IN_KEYWORDS = frozenset({"trusted_connection", "authentication", "uid", "pwd"})
+# One `key=value` attribute of an ODBC connection string: a braced value may hold `;` and `}}`.
+_ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # Seconds SQLite waits on a locked database before `database is locked` (the busy timeout).
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
@@ -45,16 +57,19 @@ def dispose_engines() -> None:
         _engines.clear()
 
 
-def build_engine(url: str | URL) -> Engine:
+def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None = None) -> Engine:
     """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
     lock does not hold under it).
 
     Every engine hides bound parameters from its log and from its errors' text: a parameter can
     be an address, a password or PIN hash or a stored response body, and a driver error's text
-    reaches tracebacks and log lines (ADR-0017: no address in any log line)."""
+    reaches tracebacks and log lines (ADR-0017: no address in any log line).
+
+    `credential_factory` builds the Entra credential of a SQL Server URL without a password, once
+    per engine; by default azure-identity's `DefaultAzureCredential`."""
     parsed = make_url(url)
     try:
-        return _engine_for(parsed)
+        return _engine_for(parsed, credential_factory or _default_credential)
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
         raise SettingsError(
@@ -66,7 +81,7 @@ def build_engine(url: str | URL) -> Engine:
         ) from None
 
 
-def _engine_for(parsed: URL) -> Engine:
+def _engine_for(parsed: URL, credential_factory: CredentialFactory) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(parsed)
@@ -80,7 +95,7 @@ def _engine_for(parsed: URL) -> Engine:
             max_overflow=20,
         )
     if backend == "mssql":
-        return _mssql_engine(parsed)
+        return _mssql_engine(parsed, credential_factory)
     raise ValueError(f"unsupported database backend {backend!r}")
 
 
@@ -112,7 +127,7 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
-def _mssql_engine(url: URL) -> Engine:
+def _mssql_engine(url: URL, credential_factory: CredentialFactory) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
     url = url.set(query=query)
@@ -123,22 +138,37 @@ def _mssql_engine(url: URL) -> Engine:
         pool_pre_ping=True,
     )
     if not url.password:
-        _use_entra_token(engine)
+        _use_entra_token(engine, credential_factory)
     return engine
 
 
-def _use_entra_token(engine: Engine) -> None:
-    """With no password in the URL, sign in with an Entra access token from azure-identity
-    (managed identity on Azure, the developer's login locally), fresh for each connection."""
+def _default_credential() -> TokenCredential:
+    # Imported here: azure-identity is needed only by a SQL Server URL without a password.
     from azure.identity import DefaultAzureCredential
 
-    credential = DefaultAzureCredential()
+    return DefaultAzureCredential()
+
+
+def _use_entra_token(engine: Engine, credential_factory: CredentialFactory) -> None:
+    """With no password in the URL, sign in with an Entra access token from the credential
+    (managed identity on Azure, the developer's login locally), fresh for each connection."""
+    credential = credential_factory()
 
     @event.listens_for(engine, "do_connect")
     def _provide_token(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
         token = credential.get_token(_AZURE_SQL_SCOPE).token.encode("utf-16-le")
         packed = struct.pack(f"<I{len(token)}s", len(token), token)
         cparams.setdefault("attrs_before", {})[_SQL_COPT_SS_ACCESS_TOKEN] = packed
-        # The token replaces any Authentication= keyword the connection string might carry.
+        # The token replaces the Trusted_Connection=Yes SQLAlchemy adds to a URL without a user,
+        # and whatever UID or Authentication the URL carries.
         if cargs:
-            cargs[0] = cargs[0].replace("Trusted_Connection=Yes;", "")
+            cargs[0] = _without_sign_in_keywords(cargs[0])
+
+
+def _without_sign_in_keywords(connection_string: str) -> str:
+    """The ODBC connection string without the keywords that name another way of signing in."""
+    return ";".join(
+        f"{key}={value}"
+        for key, value in _ODBC_ATTRIBUTE.findall(connection_string)
+        if key.strip().lower() not in _SIGN_IN_KEYWORDS
+    )

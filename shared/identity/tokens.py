@@ -4,10 +4,13 @@ Production tokens come from the identity provider and are verified against `Auth
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import jwt
 
 from shared.clock import Clock
+from shared.identity.claims import numeric_date, user_id
+from shared.identity.jwks import JwksKeys
 from shared.settings import Settings
 
 # Used when Auth__Issuer / Auth__Audience are unset; the verifier applies the same defaults.
@@ -41,13 +44,16 @@ def issue_token(settings: Settings, clock: Clock, user_id: str, *, minutes: int 
 class TokenVerifier:
     """Verifies a bearer token and returns its `sub` (the AspNetUsers.Id).
 
-    Production: RS256/ES256 only, keys from `Auth__JwksUrl`, issuer and audience required.
-    Local: HS256 under `Auth__SigningKey`. Any failure is one answer, `InvalidToken`, carrying
-    nothing about why (the caller learns no more than that the token was not accepted).
+    Production: RS256/ES256 only, keys from `Auth__JwksUrl` (JwksKeys bounds the fetches),
+    issuer and audience required. Local: HS256 under `Auth__SigningKey`. Any failure is one
+    answer, `InvalidToken`, carrying nothing about why (the caller learns no more than that the
+    token was not accepted). docs/security.md states the rules.
     """
 
     # Seconds of clock skew tolerated between the token's issuer and this host.
     LEEWAY_SECONDS = 30
+    JWKS_ALGORITHMS: tuple[str, ...] = ("RS256", "ES256")
+    LOCAL_ALGORITHMS: tuple[str, ...] = ("HS256",)
 
     def __init__(self, settings: Settings, clock: Clock) -> None:
         self._clock = clock
@@ -55,9 +61,7 @@ class TokenVerifier:
         self._issuer = auth.Issuer or (None if auth.JwksUrl else LOCAL_ISSUER)
         self._audience = auth.Audience or (None if auth.JwksUrl else LOCAL_AUDIENCE)
         self._signing_key = None if auth.JwksUrl else auth.SigningKey
-        self._jwks: jwt.PyJWKClient | None = (
-            jwt.PyJWKClient(auth.JwksUrl, cache_keys=True, lifespan=300) if auth.JwksUrl else None
-        )
+        self._jwks = JwksKeys(auth.JwksUrl, clock) if auth.JwksUrl else None
 
     @property
     def configured(self) -> bool:
@@ -66,44 +70,66 @@ class TokenVerifier:
     def verify(self, token: str) -> str:
         if not self.configured or not token:
             raise InvalidToken
-        # Times are checked below against the injected clock, not PyJWT's wall clock, so the
-        # one clock that runs the ledger also decides when a token has expired.
-        options: dict[str, object] = {
-            "require": ["exp", "sub", "iss", "aud"],
-            "verify_exp": False,
-            "verify_nbf": False,
-            "verify_iat": False,
-        }
         try:
-            if self._jwks is not None:
-                if not self._issuer or not self._audience:
-                    raise InvalidToken
-                key: object = self._jwks.get_signing_key_from_jwt(token).key
-                algorithms = ["RS256", "ES256"]
-            else:
-                key = self._signing_key
-                algorithms = ["HS256"]
-            claims = jwt.decode(
-                token,
-                key,  # type: ignore[arg-type]
-                algorithms=algorithms,
-                audience=self._audience,
-                issuer=self._issuer,
-                options=options,  # type: ignore[arg-type]
-            )
+            claims = self._decode(token)
         except jwt.PyJWTError:
             raise InvalidToken from None
-        now = self._clock.now().timestamp()
-        exp, nbf = claims.get("exp"), claims.get("nbf", 0)
-        if not isinstance(exp, int | float) or not isinstance(nbf, int | float):
-            raise InvalidToken
-        if now >= exp + self.LEEWAY_SECONDS or now < nbf - self.LEEWAY_SECONDS:
-            raise InvalidToken
-        sub = claims.get("sub")
-        # No AspNetUsers.Id holds a NUL, and PostgreSQL refuses to compare one (a 500).
-        if not isinstance(sub, str) or not sub or "\x00" in sub:
+        self._check_times(claims)
+        # Validated here, once, so no value a database cannot store or compare reaches SQL.
+        sub = user_id(claims.get("sub"))
+        if sub is None:
             raise InvalidToken
         return sub
+
+    def _decode(self, token: str) -> dict[str, Any]:
+        """The claims of a token whose signature, algorithm, issuer and audience hold."""
+        key: jwt.PyJWK | str
+        algorithms: tuple[str, ...]
+        if self._jwks is not None:
+            if not self._issuer or not self._audience:
+                raise InvalidToken
+            kid = jwt.get_unverified_header(token).get("kid")
+            found = self._jwks.key(kid) if isinstance(kid, str) and kid else None
+            if found is None:
+                raise InvalidToken
+            # A PyJWK verifies with its own algorithm only, so a header naming HS256 over the
+            # RSA public key (algorithm confusion) is refused.
+            key, algorithms = found, self.JWKS_ALGORITHMS
+        elif self._signing_key:
+            key, algorithms = self._signing_key, self.LOCAL_ALGORITHMS
+        else:
+            raise InvalidToken
+        # Times are checked by _check_times against the injected clock, not PyJWT's wall clock
+        # (the one clock that runs the ledger decides when a token has expired), and as whole
+        # numbers: PyJWT's int() would take "123", true and 1.9.
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=list(algorithms),
+            audience=self._audience,
+            issuer=self._issuer,
+            options={
+                "require": ["exp", "sub", "iss", "aud"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
+        )
+        return claims
+
+    def _check_times(self, claims: dict[str, Any]) -> None:
+        """`exp` required; `nbf` and `iat` optional; each a whole number of seconds
+        (claims.numeric_date); with LEEWAY_SECONDS either way."""
+        now = self._clock.now().timestamp()
+        exp = numeric_date(claims.get("exp"))
+        if exp is None or now >= exp + self.LEEWAY_SECONDS:
+            raise InvalidToken
+        for name in ("nbf", "iat"):
+            if name not in claims:
+                continue
+            value = numeric_date(claims[name])
+            if value is None or now < value - self.LEEWAY_SECONDS:
+                raise InvalidToken
 
 
 class InvalidToken(Exception):

@@ -9,11 +9,9 @@ import base64
 import hashlib
 import hmac
 import json
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
@@ -23,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER
+from tests.integration.identity.jwks_server import jwks_server
 from tests.leak_watch import LeakWatch
 from tests.support import SIGNING_KEY, api_client, host_environ, make_user
 
@@ -46,28 +45,9 @@ def rsa_key() -> rsa.RSAPrivateKey:
 
 @pytest.fixture(scope="module")
 def jwks_url(rsa_key: rsa.RSAPrivateKey) -> Iterator[str]:
-    """A JWKS document on a real local HTTP server (the production fetch path, PyJWKClient)."""
-    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key()))
-    document = json.dumps({"keys": [{**public, "kid": KID, "use": "sig", "alg": "RS256"}]})
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = document.encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:  # keep the test output quiet
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
-    server.shutdown()
-    server.server_close()
+    """A JWKS document on a real local HTTP server (the production fetch path)."""
+    with jwks_server({KID: rsa_key.public_key()}) as server:
+        yield server.url
 
 
 def _claims(

@@ -1,0 +1,53 @@
+"""The values a verified token's claims may hold (docs/security.md). A signature says who wrote
+a claim, not that its value is usable: these checks decide that, before any clock comparison and
+before any SQL."""
+
+from __future__ import annotations
+
+import math
+
+from shared.db.schema import AspNetUser
+
+# The largest NumericDate a datetime can hold (9999-12-31T23:59:59Z). Beyond it a "time" is a
+# token that never expires or never starts, not an instant.
+NUMERIC_DATE_MAX = 253_402_300_799
+
+# AspNetUsers.Id, the column `sub` is compared with: nvarchar(450) on SQL Server counts UTF-16
+# code units, so that is the unit here (PostgreSQL's varchar counts characters, never more).
+USER_ID_MAX_UTF16_UNITS: int = AspNetUser.__table__.c.Id.type.length  # type: ignore[attr-defined]
+
+
+def numeric_date(value: object) -> int | None:
+    """A time claim as whole seconds since the epoch, or None when it is not one.
+
+    Whole numbers only: a JSON integer, or a number written with a zero fraction (`1.8e9`).
+    Refused: fractions, booleans (Python's `True == 1`), strings, NaN, ±Infinity (`1e400` parses
+    as Infinity), and anything outside 0..NUMERIC_DATE_MAX.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    if not isinstance(value, int) or not 0 <= value <= NUMERIC_DATE_MAX:
+        return None
+    return value
+
+
+def user_id(value: object) -> str | None:
+    """`sub` as a key every database stores and compares alike, or None when it is not one.
+
+    A non-empty string that encodes as UTF-8 (no lone surrogates: no driver can send one), holds
+    no NUL (PostgreSQL refuses one in text), fits AspNetUsers.Id, and does not end in a space
+    (SQL Server's `=` ignores trailing spaces, PostgreSQL's and SQLite's do not).
+    """
+    if not isinstance(value, str) or not value or "\x00" in value or value.endswith(" "):
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if len(value.encode("utf-16-le")) // 2 > USER_ID_MAX_UTF16_UNITS:
+        return None
+    return value

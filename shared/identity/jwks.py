@@ -1,0 +1,101 @@
+"""The identity provider's signing keys (`Auth__JwksUrl`), fetched on the injected clock.
+
+Whatever asks for a key (a token naming an unknown `kid`, a key set grown old, a failed fetch
+being retried), the key set is fetched at most once per `REFETCH_SECONDS`: the `kid` of a token
+is the caller's to choose, so a request must never be able to make this host fetch at will.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+
+import jwt
+
+from shared.clock import Clock
+
+log = logging.getLogger("azurebank.auth")
+
+
+class JwksKeys:
+    """The signing keys of one JWKS document, by `kid`.
+
+    A key set older than `MAX_AGE_SECONDS` is refetched on the next request; a `kid` not in it
+    asks for a refetch too. Either happens only when no fetch was tried in the last
+    `REFETCH_SECONDS`. A failed fetch keeps the keys already held (an outage of the identity
+    provider does not turn away tokens signed with a key this host still knows).
+    """
+
+    MAX_AGE_SECONDS = 300
+    REFETCH_SECONDS = 60
+    TIMEOUT_SECONDS = 10
+
+    def __init__(self, url: str, clock: Clock) -> None:
+        self._clock = clock
+        # The set is cached here, on the injected clock, not in PyJWKClient (time.monotonic).
+        self._client = jwt.PyJWKClient(
+            url, cache_jwk_set=False, cache_keys=False, timeout=self.TIMEOUT_SECONDS
+        )
+        self._lock = threading.Lock()
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at: datetime | None = None
+        self._tried_at: datetime | None = None
+
+    def key(self, kid: str) -> jwt.PyJWK | None:
+        """The signing key named `kid`, or None when the key set does not hold it."""
+        with self._lock:
+            now = self._clock.now()
+            if (self._stale(now) or kid not in self._keys) and self._may_fetch(now):
+                self._fetch(now)
+            return self._keys.get(kid)
+
+    def _stale(self, now: datetime) -> bool:
+        return not _within(self._fetched_at, now, self.MAX_AGE_SECONDS)
+
+    def _may_fetch(self, now: datetime) -> bool:
+        return not _within(self._tried_at, now, self.REFETCH_SECONDS)
+
+    def _fetch(self, now: datetime) -> None:
+        self._tried_at = now
+        try:
+            keys = _signing_keys(self._client.fetch_data())
+        except (jwt.PyJWTError, ValueError, OSError) as exc:
+            # The type only: the message may carry the URL or the endpoint's answer.
+            log.warning(
+                "JWKS fetch failed (%s); keeping %d known keys; next try in %d s at the earliest",
+                type(exc).__name__,
+                len(self._keys),
+                self.REFETCH_SECONDS,
+            )
+            return
+        self._keys = keys
+        self._fetched_at = now
+
+
+def _signing_keys(document: object) -> dict[str, jwt.PyJWK]:
+    """The usable signing keys of a JWKS document, by kid. A document with an empty `keys` is
+    an answer (every key withdrawn), not a failure; one that is not a JWKS document is."""
+    entries = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("not a JWKS document")
+    keys: dict[str, jwt.PyJWK] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+            continue
+        kid = entry.get("kid")
+        try:
+            key = jwt.PyJWK(entry)
+        except jwt.PyJWTError:
+            continue  # a key type or curve this host does not verify with
+        if isinstance(kid, str) and kid:
+            keys[kid] = key
+    return keys
+
+
+def _within(since: datetime | None, now: datetime, seconds: int) -> bool:
+    """True when `since` is at most `seconds` before `now` (a clock set back counts as not)."""
+    if since is None:
+        return False
+    elapsed = (now - since).total_seconds()
+    return 0 <= elapsed < seconds

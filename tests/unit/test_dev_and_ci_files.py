@@ -1,0 +1,115 @@
+"""compose.yaml and .github/workflows/ci.yml: nothing here runs Docker or GitHub Actions, so
+their schemas (check-jsonschema's built-in copies, no network) and the few values the README
+promises are what keep them from rotting. scripts/test.sh runs the same schema check."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "compose.yaml"
+WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
+SCHEMAS = [
+    pytest.param("vendor.compose-spec", COMPOSE, id="compose.yaml"),
+    pytest.param("vendor.github-workflows", WORKFLOW, id="ci.yml"),
+]
+
+
+def _check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("schema", "path"), SCHEMAS)
+def test_the_file_passes_its_builtin_schema(schema: str, path: Path) -> None:
+    checked = _check(schema, path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize(("schema", "path"), SCHEMAS)
+def test_control_the_file_broken_fails_its_schema(schema: str, path: Path, tmp_path: Path) -> None:
+    broken = tmp_path / path.name
+    if path == COMPOSE:
+        broken.write_text("services: [1]\n", encoding="utf-8")
+    else:  # the real workflow with one job's runs-on taken out
+        text = path.read_text(encoding="utf-8")
+        assert "    runs-on: ubuntu-latest\n" in text
+        broken.write_text(text.replace("    runs-on: ubuntu-latest\n", "", 1), encoding="utf-8")
+    checked = _check(schema, broken)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "Schema validation errors" in checked.stdout
+
+
+def test_compose_runs_sql_server_2022_with_a_sqlcmd_health_check_and_azurite_3_35() -> None:
+    services = _yaml(COMPOSE)["services"]
+    sqlserver, azurite = services["sqlserver"], services["azurite"]
+    assert sqlserver["image"] == "mcr.microsoft.com/mssql/server:2022-latest"
+    assert sqlserver["environment"]["ACCEPT_EULA"] == "Y"
+    assert "/opt/mssql-tools18/bin/sqlcmd -C " in " ".join(sqlserver["healthcheck"]["test"])
+    assert azurite["image"] == "mcr.microsoft.com/azure-storage/azurite:3.35.0"
+    assert "--skipApiVersionCheck" in azurite["command"]
+    assert "127.0.0.1:10000:10000" in azurite["ports"]
+
+
+def test_the_readme_ci_and_compose_name_one_sql_server_url() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    [exported] = [
+        line.split("=", 1)[1].strip("'")
+        for line in readme.splitlines()
+        if line.startswith("export AZUREBANK_TEST_SQLSERVER=")
+    ]
+    jobs = _yaml(WORKFLOW)["jobs"]
+    assert jobs["sqlserver"]["env"]["AZUREBANK_TEST_SQLSERVER"] == exported
+    url = make_url(exported)
+    assert (url.drivername, url.host, url.port, url.database) == (
+        "mssql+pyodbc",
+        "127.0.0.1",
+        1433,
+        "master",
+    )
+    assert url.query == {
+        "driver": "ODBC Driver 18 for SQL Server",
+        "TrustServerCertificate": "yes",
+    }
+    # The compose file's development default and the CI service's password are the URL's.
+    compose_password = _yaml(COMPOSE)["services"]["sqlserver"]["environment"]["MSSQL_SA_PASSWORD"]
+    assert compose_password == f"${{MSSQL_SA_PASSWORD:-{url.password}}}"
+    ci_service = jobs["sqlserver"]["services"]["sqlserver"]
+    assert ci_service["image"] == "mcr.microsoft.com/mssql/server:2022-latest"
+    assert ci_service["env"]["MSSQL_SA_PASSWORD"] == url.password
+
+
+def test_both_ci_jobs_run_the_readme_test_command_under_ci_true() -> None:
+    workflow = _yaml(WORKFLOW)
+    assert workflow["env"]["CI"] == "true"
+    for name, job in workflow["jobs"].items():
+        assert job["runs-on"] == "ubuntu-latest", name
+        uses = {
+            step["uses"].split("@")[0]: step.get("with", {})
+            for step in job["steps"]
+            if "uses" in step
+        }
+        assert uses["actions/setup-python"]["python-version"] == "3.11", name
+        assert uses["actions/setup-node"]["node-version"] == "20", name
+        assert job["services"]["postgres"]["env"]["POSTGRES_HOST_AUTH_METHOD"] == "trust", name
+        assert [s["run"] for s in job["steps"] if s.get("name") == "./scripts/test.sh"] == [
+            "./scripts/test.sh"
+        ], name
+    installs = " ".join(s.get("run", "") for s in workflow["jobs"]["sqlserver"]["steps"])
+    assert "ACCEPT_EULA=Y apt-get install -y -q msodbcsql18" in installs
