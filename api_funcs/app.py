@@ -14,6 +14,7 @@ from api_funcs.docs_page import docs_page_on, install_docs_page
 from api_funcs.problems import install_problem_handlers
 from api_funcs.routes import accounts, health, pin, transactions
 from api_funcs.telemetry import install_request_spans
+from api_funcs.unhandled import UnhandledErrors
 
 OPENAPI_URL = "/api/openapi.json"
 
@@ -28,11 +29,17 @@ def create_app(context: AppContext) -> FastAPI:
         openapi_url=None if functions_host and not docs else OPENAPI_URL,
         docs_url=None,
         redoc_url=None,
+        # Starlette's slash redirect builds its Location from the Host header the caller sent:
+        # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
+        redirect_slashes=False,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
-    # Outermost, so a span covers the whole request, the body limit's refusals included.
+    # Around the body limit, so a span covers its refusals too; a request that escapes as an
+    # exception ends its span as a 500 (the answer UnhandledErrors gives it).
     install_request_spans(app, context.telemetry)
+    # Added last, so outermost of the app's own: it answers whatever the rest let escape.
+    app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(accounts.router)

@@ -7,12 +7,15 @@ No database error leaves the app: each is answered here (503 DATABASE_UNAVAILABL
 database could not be reached, else 500) and logged by its type and where it was raised. An
 exception that escaped would be printed whole by the server (uvicorn's "Exception in ASGI
 application"), and a driver's text carries the SQL and, on PostgreSQL, values: a constraint's
-DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says.
+DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says. Any other
+exception is answered by api_funcs.unhandled, the same way.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import traceback
 import uuid
 from typing import Any
@@ -52,10 +55,28 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError) and exc.statement is None
 
 
-def _where(exc: BaseException) -> str:
-    """The frames an exception passed through, without its text (file, line, function)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return " < ".join(f"{f.filename}:{f.lineno} {f.name}" for f in reversed(frames[-6:]))
+def stack_of(exc: BaseException, limit: int = 40) -> str:
+    """The frames an exception passed through, innermost first, as file:line:function: never
+    its text, arguments or locals. Files are named from their import root (`api_funcs/…`,
+    `starlette/…`), not by the host's absolute path."""
+    frames = [(f.f_code, line) for f, line in traceback.walk_tb(exc.__traceback__)]
+    return " < ".join(
+        f"{_importable(code.co_filename)}:{line}:{code.co_qualname}"
+        for code, line in reversed(frames[-limit:])
+    )
+
+
+# The checkout or install that holds api_funcs and shared, whether or not it is on sys.path.
+_APP_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _importable(filename: str) -> str:
+    paths = {_APP_ROOT, *(os.path.abspath(p) for p in sys.path if p)}
+    roots = sorted(paths, key=len, reverse=True)
+    for root in roots:
+        if filename.startswith(root + os.sep):
+            return filename[len(root) + 1 :]
+    return filename
 
 
 def problem_type(error_code: str) -> str:
@@ -156,17 +177,18 @@ def install_problem_handlers(app: FastAPI) -> None:
                 trace_id=trace,
                 headers=unavailable.headers,
             )
-        log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace, _where(exc))
-        return _internal_error(trace)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # The type only: a driver's message can echo SQL parameters.
-        log.error("Unhandled %s (trace %s)", type(exc).__name__, trace_id_of(request))
-        return _internal_error(trace_id_of(request))
+        log_unhandled(exc, trace)
+        return internal_error(trace)
 
 
-def _internal_error(trace_id: str) -> JSONResponse:
+def log_unhandled(exc: BaseException, trace_id: str) -> None:
+    """The one Error line of an unexpected exception: its type, the traceId of the 500 and its
+    frames. Never its message (a driver's echoes SQL parameters, anyone's can hold an address)
+    and never exc_info (a handler would print the message with the traceback)."""
+    log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
+
+
+def internal_error(trace_id: str) -> JSONResponse:
     return problem_response(
         500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id
     )

@@ -28,8 +28,9 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api_funcs.http_middleware import HttpMiddleware, WatchedSend
 from shared.clock import Clock, SystemClock
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
@@ -174,31 +175,22 @@ class _BacklogGauges:
         return [] if backlog is None else [Observation(backlog.oldest_owed_age.total_seconds())]
 
 
-class RequestSpans:
+class RequestSpans(HttpMiddleware):
     """One SERVER span per HTTP request, named by its route template once routing is done, so
     no raw path or query string (which could carry anything a caller typed) is exported."""
 
     def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
-        self.app = app
+        super().__init__(app)
         self.tracer = tracer
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = str(scope.get("method", "GET"))
-        status: dict[str, int] = {}
-
-        async def capture(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = int(message["status"])
-            await send(message)
-
+        sent = WatchedSend(send)
         with self.tracer.start_as_current_span(
             method, kind=SpanKind.SERVER, attributes={"http.request.method": method}
         ) as span:
             try:
-                await self.app(scope, receive, capture)
+                await self.app(scope, receive, sent)
             finally:
                 route = scope.get("route")
                 template = getattr(route, "path", None)
@@ -207,7 +199,8 @@ class RequestSpans:
                     span.set_attributes(
                         {"http.route": template, "azurebank.operation": str(route.name)}
                     )
-                code = status.get("code", 500)
+                # No response started: an exception escaped, which the catch-all answers 500.
+                code = 500 if sent.status is None else sent.status
                 span.set_attribute("http.response.status_code", code)
                 if code >= 500:
                     span.set_status(Status(StatusCode.ERROR))

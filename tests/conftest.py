@@ -23,6 +23,14 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
+from tests.leak_watch import (
+    leak_watch,
+    record_text,
+    secret_shapes_in,
+    watching_server_loggers,
+)
+
+__all__ = ["leak_watch"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -67,6 +75,27 @@ def hermetic_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         head = key.replace(":", "__").split("__")[0].lower()
         if head in _SETTING_SECTIONS:
             monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def secret_shapes_in_logs(
+    request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> Iterator[None]:
+    """The suite's leak watch over every test, uvicorn's loggers included: no captured log
+    record of setup or call holds a token, a test address or one of the suite's keys (whatever
+    level the test captures at). A test that plants one to prove the watch is marked
+    `plants_secrets`."""
+    with watching_server_loggers() as server_records:
+        yield
+    if request.node.get_closest_marker("plants_secrets"):
+        return
+    records = [*caplog.get_records("setup"), *caplog.get_records("call")]
+    leaks = {
+        f"{kind} in log record {record.name}:{record.levelname}"
+        for record in [*records, *server_records.records]
+        for kind in secret_shapes_in(record_text(record))
+    }
+    assert not leaks, sorted(leaks)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 
+from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
 from api_funcs.app import create_app
@@ -88,6 +89,18 @@ def api_client(
     app = create_app(AppContext(settings, clock=clock, database_url=db_url))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+
+
+def served_routes() -> list[tuple[str, str]]:
+    """Every (method, path) the app serves, HEAD aside: each operation and the document."""
+    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    # FastAPI 0.16x resolves included routers lazily: walk the contexts, not app.routes.
+    return sorted(
+        (method, context.path)
+        for context in iter_route_contexts(app.routes)
+        if context.path
+        for method in (context.methods or {"GET"}) - {"HEAD"}
+    )
 
 
 def unique_key() -> str:

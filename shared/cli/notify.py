@@ -27,6 +27,7 @@ from shared.cli.terminal import shows_progress
 from shared.clock import Clock, SystemClock, utc_text
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work
+from shared.notices.claim import VERB_LEASE_SECONDS
 from shared.notices.evidence import EvidenceFinding
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.runner_name import make_runner_name
@@ -36,9 +37,6 @@ from shared.notices.transports import notice_file_name
 from shared.settings import load_settings, require_host
 
 log = logging.getLogger("azurebank.notices.notify")
-
-# ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
-VERB_LEASE_SECONDS = 120
 
 READING_NOTHING_OWED = "nothing owed"
 READING_HELD_BY_OTHERS = "everything owed is held under another runner's live lease"
@@ -134,8 +132,8 @@ def drain(
             report.lease_lapsed = True
             break
         # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
-        # rows that failed, D2's cap).
-        if summary.claimed == 0 or summary.claimed < sweep.claim.batch_size - summary.renewed:
+        # rows that failed, D2's cap; a refused row resting takes no room, D3).
+        if summary.claimed == 0 or summary.claimed < summary.room:
             break
 
     try:

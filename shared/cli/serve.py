@@ -39,6 +39,7 @@ def register(sub: Any) -> None:
 def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
     """The app as `serve` runs it: the one FastAPI app with the relay loop in its lifespan.
     The loop is always registered (D1), so every API host reads the flag and says what it does."""
+    from api_funcs.access_log import AccessLog
     from api_funcs.app import create_app
     from api_funcs.context import AppContext
     from api_funcs.telemetry import host_telemetry
@@ -53,6 +54,8 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
         context.clock = clock
     context.telemetry = host_telemetry(settings, database_url=context.url, clock=context.clock)
     app = create_app(context)
+    # Outermost of the app's middleware, so the line has the status the client got.
+    app.add_middleware(AccessLog)
     relay = NoticeRelayService(
         settings, database_url=context.url, clock=context.clock, telemetry=context.telemetry
     )
@@ -86,7 +89,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     app = build_served_app(load_settings())
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        # access_log=False: uvicorn's line writes the query string (a token can ride in it);
+        # the app's AccessLog writes method, path, status and duration instead.
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
         if exc.code in (None, 0):

@@ -7,13 +7,16 @@ One sweep's database work, in order:
   mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
 
 The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
-that keeps failing never holds more than one lease can deliver. None of these methods commits:
-the caller's unit of work is the boundary.
+that keeps failing never holds more than one lease can deliver. A refused row resting out its lease
+(ADR-0048 D3: held, retried and refused every lease) is held and renewed but is not live work: it
+is not attempted until its rest ends, so it does not take a place in the batch from the owed rows
+behind it. None of these methods commits: the caller's unit of work is the boundary.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -26,6 +29,9 @@ from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
+
+# ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
+VERB_LEASE_SECONDS = 120
 
 
 @dataclass(frozen=True)
@@ -48,8 +54,17 @@ class ClaimResult:
     the sweep measures its own lease against it, never against a value read back."""
 
     lease_until: datetime
-    renewed: int
+    renewed_ids: frozenset[uuid.UUID]
     claimed_ids: tuple[uuid.UUID, ...]
+    # The renewed rows the caller said are resting (refused, waiting out a lease): held, and
+    # left out of the batch's count.
+    resting_ids: frozenset[uuid.UUID] = frozenset()
+    room: int = 0  # how many the claim could stamp: the batch less the live work renewed
+
+    @property
+    def renewed(self) -> int:
+        """Rows this runner already held, renewed to the new lease end."""
+        return len(self.renewed_ids)
 
 
 class NoticeClaim:
@@ -66,21 +81,29 @@ class NoticeClaim:
         # What "held" means for renew, held and release alike: owed, and leased under this name.
         return and_(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
 
-    def take(self, session: Session, now: datetime) -> ClaimResult:
-        """Renew what this runner holds, then claim up to `BatchSize − held` more."""
+    def take(
+        self, session: Session, now: datetime, *, resting: Collection[uuid.UUID] = ()
+    ) -> ClaimResult:
+        """Renew what this runner holds, then claim up to `BatchSize − held` more, where held
+        leaves out the `resting` rows (refused, not to be attempted before their rest ends)."""
         lease_until = now + self.lease
         renewed = self.renew(session, lease_until)
-        room = self.batch_size - renewed
+        still_resting = renewed.intersection(resting)
+        room = self.batch_size - (len(renewed) - len(still_resting))
         claimed = (
             self.claim(session, now=now, lease_until=lease_until, limit=room) if room > 0 else []
         )
-        return ClaimResult(lease_until, renewed, tuple(claimed))
+        return ClaimResult(lease_until, renewed, tuple(claimed), still_resting, max(room, 0))
 
-    def renew(self, session: Session, lease_until: datetime) -> int:
-        """Move every owed row this runner holds to the new lease end; how many it holds."""
-        return rows_matched(
-            session,
-            update(_NOTICES).where(self._held_by_this_runner()).values(LeasedUntil=lease_until),
+    def renew(self, session: Session, lease_until: datetime) -> frozenset[uuid.UUID]:
+        """Move every owed row this runner holds to the new lease end; the ids it holds."""
+        return frozenset(
+            session.scalars(
+                update(_NOTICES)
+                .where(self._held_by_this_runner())
+                .values(LeasedUntil=lease_until)
+                .returning(_NOTICES.c.Id)
+            )
         )
 
     def claim(

@@ -1,10 +1,17 @@
 """NoticeSweep (ADR-0048 D2, DESIGN §6): one pass of one runner over the owed rows.
 
     renew → claim → re-read by name → deliver each, while this sweep's own lease is live
+    → remove the transport's own temporaries that no live runner can own
 
 The timer Function, the API's loop and the verb all run exactly this. A sweep never raises an
 ordinary exception: one that fails as a whole is logged at Error by exception type and reported
 in its summary, and the rows it holds stay owed for the next sweep or the next runner (D1, D7).
+
+A refused row (ADR-0048 D3) is "held, retried and refused every lease": after a refusal the sweep
+rests it until the end of the lease it was refused under. It stays held and renewed under this
+runner's name, so no other runner takes it meanwhile, but it is not attempted and not counted
+against the batch (D2's cap is on live work), so the owed rows behind it still go out. The rest is
+kept in memory: a restarted process is a new runner, whose rows lapse and are taken over anyway.
 """
 
 from __future__ import annotations
@@ -13,17 +20,22 @@ import logging
 import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import unit_of_work
-from shared.notices.claim import NoticeClaim
+from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import NoticeTransport, transport_from_settings
+from shared.notices.transports import (
+    LeavesTemporaryFiles,
+    LeftoversKept,
+    NoticeTransport,
+    transport_from_settings,
+)
 from shared.settings import CONTACT_MISSING, Settings, SettingsError
 
 log = logging.getLogger("azurebank.notices.sweep")
@@ -37,6 +49,7 @@ class NoticeSweepSummary:
     runner: str
     lease_until: datetime | None = None
     renewed: int = 0  # rows this runner already held, renewed to the new lease end
+    room: int = 0  # how many the claim could take: the batch less the live work renewed
     claimed_ids: tuple[uuid.UUID, ...] = field(default=(), repr=False)  # newly claimed rows
     held: int = 0  # rows held after the claim, as re-read by name
     delivered: int = 0
@@ -44,6 +57,8 @@ class NoticeSweepSummary:
     failed: int = 0  # unusable address, unrenderable kind, transport failure
     taken: int = 0  # the mark found the row already delivered
     not_attempted: int = 0  # held but not tried: the lease ran out, or the caller excluded it
+    resting: int = 0  # held, refused within the last lease, not attempted until its rest ends
+    leftovers_removed: int = 0  # the transport's temporaries of runners that died before a link
     other_holders: tuple[LeaseHolder, ...] = ()  # other runners' live leases on owed rows
     lease_lapsed: bool = False  # this sweep outlived its own lease and stopped delivering
     failed_whole: str | None = None  # exception type of a sweep that failed as a whole
@@ -63,7 +78,8 @@ class NoticeSweepSummary:
         return (
             f"Notice sweep by {self.runner}: held {self.held} (renewed {self.renewed}, claimed "
             f"{self.claimed}), delivered {self.delivered}, refused {self.refused}, failed "
-            f"{self.failed}, taken {self.taken}, not attempted {self.not_attempted}; "
+            f"{self.failed}, taken {self.taken}, not attempted {self.not_attempted}, resting "
+            f"{self.resting}; "
             f"{self.held_by_others} held by other runners"
         )
 
@@ -82,6 +98,7 @@ class NoticeSweep:
         batch_size: int,
         contact: str,
         claim: NoticeClaim | None = None,
+        leftover_age: timedelta | None = None,
     ) -> None:
         self.runner = runner
         self._engine = engine
@@ -91,6 +108,14 @@ class NoticeSweep:
             runner, lease_seconds=lease_seconds, batch_size=batch_size
         )
         self._delivery = NoticeDeliveryRun(engine, clock, transport, self.claim, contact=contact)
+        # A temporary older than every lease that writes into the target has no live writer: the
+        # longest of this runner's lease and the verb's two minutes (ADR-0048 D5) unless the
+        # caller knows a longer one (from_settings adds Notices__LeaseSeconds).
+        self.leftover_age = leftover_age or max(
+            self.claim.lease, timedelta(seconds=VERB_LEASE_SECONDS)
+        )
+        # Refused rows resting, each until the end of the lease it was refused under (D3).
+        self._resting: dict[uuid.UUID, datetime] = {}
 
     @classmethod
     def from_settings(
@@ -108,14 +133,17 @@ class NoticeSweep:
         notices = settings.Notices
         if not notices.Contact:
             raise SettingsError([CONTACT_MISSING])
+        lease = notices.LeaseSeconds if lease_seconds is None else lease_seconds
         return cls(
             engine,
             clock,
             transport or transport_from_settings(settings),
             runner=runner,
-            lease_seconds=notices.LeaseSeconds if lease_seconds is None else lease_seconds,
+            lease_seconds=lease,
             batch_size=notices.BatchSize,
             contact=notices.Contact,
+            # The hosted runners' lease, the verb's and this sweep's all write into one target.
+            leftover_age=timedelta(seconds=max(lease, notices.LeaseSeconds, VERB_LEASE_SECONDS)),
         )
 
     def run(
@@ -138,7 +166,45 @@ class NoticeSweep:
                 type(exc).__name__,
             )
             summary.failed_whole = type(exc).__name__
+        self._remove_leftovers(summary)
         return summary
+
+    def _remove_leftovers(self, summary: NoticeSweepSummary) -> None:
+        # Every sweep, idle or failed: a crash's temporary holds a whole notice, address
+        # included, and the row it belonged to is delivered by whoever takes it over.
+        if not isinstance(self.transport, LeavesTemporaryFiles):
+            return
+        try:
+            removed = self.transport.remove_leftovers(
+                now=self._clock.now(), older_than=self.leftover_age
+            )
+        except LeftoversKept as kept:
+            removed = kept.removed
+            log.warning(
+                "Notice sweep by %s could not remove %d leftover temporary files: %s",
+                self.runner,
+                kept.kept,
+                kept.failure,
+            )
+        except Exception as exc:
+            # By type only, as every relay failure (D4): an OS error's text holds the path.
+            log.warning(
+                "Notice sweep by %s could not remove leftover temporary files: %s",
+                self.runner,
+                type(exc).__name__,
+            )
+            return
+        summary.leftovers_removed = removed
+        if removed:
+            # A count, never a name: each name holds a notice's id, and the path may name a home.
+            log.info(
+                "Notice sweep by %s: removed %d temporary files older than %ds from the %s, "
+                "left by runners that died between writing and linking them",
+                self.runner,
+                removed,
+                int(self.leftover_age.total_seconds()),
+                self.transport.describe(),
+            )
 
     def _run(
         self,
@@ -147,12 +213,16 @@ class NoticeSweep:
         on_outcome: Callable[[DeliveryOutcome], None] | None,
     ) -> None:
         now = self._clock.now()
+        resting = {i for i, until in self._resting.items() if until > now}
         # SQLite: take the write lock at BEGIN, so the claim queues rather than failing to upgrade.
         with unit_of_work(self._engine, sqlite_begin="IMMEDIATE") as session:
-            taken = self.claim.take(session, now)
+            taken = self.claim.take(session, now, resting=resting)
             session.commit()
+        # A rest ends with its lease, or with the row: marked by an operator, or taken over.
+        self._resting = {i: u for i, u in self._resting.items() if i in taken.resting_ids}
         summary.lease_until = taken.lease_until
         summary.renewed = taken.renewed
+        summary.room = taken.room
         summary.claimed_ids = taken.claimed_ids
         with unit_of_work(self._engine) as session:
             # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
@@ -161,19 +231,21 @@ class NoticeSweep:
                 session, now, live_only=True, excluding=self.runner
             )
         summary.held = len(held)
+        live = [(n, p) for n, p in held if n.id not in taken.resting_ids]
+        summary.resting = len(held) - len(live)
 
-        for position, (notice, particulars) in enumerate(held):
+        for position, (notice, particulars) in enumerate(live):
             if self._clock.now() >= taken.lease_until:
                 # D2: a sweep that outlives its own lease stops delivering and says so; another
                 # runner may already have taken these rows over.
                 summary.lease_lapsed = True
-                summary.not_attempted += len(held) - position
+                summary.not_attempted += len(live) - position
                 log.warning(
                     "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
                     "with %d held rows not attempted",
                     self.runner,
                     taken.lease_until.isoformat(),
-                    len(held) - position,
+                    len(live) - position,
                 )
                 break
             if notice.id in exclude:
@@ -181,10 +253,15 @@ class NoticeSweep:
                 continue
             outcome = self._delivery.deliver(notice, particulars)
             _count(summary, outcome)
+            if outcome.status is DeliveryStatus.REFUSED:
+                # D3: retried once per lease, not once per period: it rests until the lease it
+                # was refused under would have lapsed, had it not been renewed.
+                self._resting[notice.id] = taken.lease_until
             if on_outcome is not None:
                 on_outcome(outcome)
 
-        if summary.held:  # an idle sweep says nothing, every period
+        # An idle sweep says nothing, every period; nor does one whose only rows rest (D3).
+        if summary.held > summary.resting:
             log.info("%s", summary.line())
 
 

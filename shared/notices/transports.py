@@ -6,17 +6,24 @@ operator's runbook decides (the row is the truth; move the file and run again, o
 
 Exception messages and receipts carry the notice's file name at most, never a directory path or a
 recipient: a runner logs a failure by its type only (ADR-0048 D4), and a receipt is logged.
+
+A pickup directory's temporary file outlives a runner killed between its write and its link; a
+transport that can leave such files behind also removes its own once no live runner can own them
+(`LeavesTemporaryFiles`). A blob container has none to leave: an upload appears whole or not at all.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import re
+import secrets
+import stat
 import threading
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from shared.settings import NO_STORAGE_NAMED, Settings, SettingsError, fix_for
 
@@ -43,8 +50,56 @@ class NoticeTransport(Protocol):
         ...
 
 
+class LeftoversKept(Exception):
+    """Some leftover temporaries could not be removed; the others were. Kept by exception type
+    only (ADR-0048 D4): an OS error's text holds the path."""
+
+    def __init__(self, removed: int, kept: int, failure: str) -> None:
+        self.removed, self.kept, self.failure = removed, kept, failure
+        super().__init__(f"{kept} leftover temporary files not removed ({failure})")
+
+
+@runtime_checkable
+class LeavesTemporaryFiles(Protocol):
+    """A transport whose delivery writes a temporary file a crash can leave behind."""
+
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
+        """Remove this transport's own temporary files last modified more than `older_than`
+        before `now`; how many it removed. Raises LeftoversKept when some could not be."""
+        ...
+
+
 def notice_file_name(notice_id: uuid.UUID) -> str:
     return f"{notice_id}.eml"
+
+
+# A temporary is `.{noticeId}.{8 characters}.tmp`: hidden, so a pickup agent that reads `*.eml`
+# never sees it, and of the shape `tempfile.mkstemp` gives with that prefix and suffix, so a
+# leftover of either is recognised. Nothing else in a pickup directory matches this exactly.
+_TEMPORARY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
+_TEMPORARY_NAME = re.compile(
+    r"\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[a-z0-9_]{8}\.tmp"
+)
+# mkstemp's flags: create it new (never through a symlink or over a name), 0600 from the start.
+_TEMPORARY_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def temporary_file_name(notice_id: uuid.UUID) -> str:
+    """A fresh temporary name for the notice: what `is_temporary_file_name` recognises."""
+    tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
+    return f".{notice_id}.{tail}.tmp"
+
+
+def is_temporary_file_name(name: str) -> bool:
+    """Whether `name` is exactly the shape of this transport's temporary files."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 class PickupDirectoryTransport:
@@ -62,9 +117,7 @@ class PickupDirectoryTransport:
         name = notice_file_name(notice_id)
         # A temporary file in the same directory (so the link stays on one file system), 0600
         # because a notice is an address at rest.
-        fd, temporary = tempfile.mkstemp(
-            dir=self._directory, prefix=f".{notice_id}.", suffix=".tmp"
-        )
+        fd, temporary = self._create_temporary(notice_id)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(message)
@@ -84,6 +137,47 @@ class PickupDirectoryTransport:
                 os.unlink(temporary)
         return f"pickup:{name}"
 
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
+        """Remove the temporaries of runners killed between their write and their link.
+
+        Only regular files named exactly as `deliver` names its temporaries, and only those last
+        modified more than `older_than` before `now`: a writer modifies its temporary only while
+        its lease is live, so once that is longer ago than any runner's lease, the writer's lease
+        has lapsed and its row is free for another runner to deliver. A writer that overran its
+        lease and links after the removal finds no temporary and reports a transport failure;
+        its row stays owed (at-least-once, ADR-0048 D3). A final `.eml` is never touched."""
+        cutoff = (now - older_than).timestamp()
+        removed, kept, failure = 0, 0, ""
+        with os.scandir(self._directory) as entries:
+            for entry in entries:
+                if not is_temporary_file_name(entry.name):
+                    continue
+                try:
+                    status = entry.stat(follow_symlinks=False)
+                    if not stat.S_ISREG(status.st_mode) or status.st_mtime >= cutoff:
+                        continue
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    continue  # its writer linked and removed it, or another runner did
+                except OSError as exc:
+                    # One that cannot go (another user's, in a sticky directory) does not keep
+                    # the rest.
+                    kept, failure = kept + 1, failure or type(exc).__name__
+                    continue
+                removed += 1
+        if kept:
+            raise LeftoversKept(removed, kept, failure)
+        return removed
+
+    def _create_temporary(self, notice_id: uuid.UUID) -> tuple[int, Path]:
+        for _ in range(100):
+            temporary = self._directory / temporary_file_name(notice_id)
+            try:
+                return os.open(temporary, _TEMPORARY_FLAGS, 0o600), temporary
+            except FileExistsError:
+                continue  # 37^8 names: another writer's, never to be opened
+        raise FileExistsError("no free temporary name for the notice")
+
     def _fsync_directory(self) -> None:
         fd = os.open(self._directory, os.O_RDONLY)
         try:
@@ -94,6 +188,10 @@ class PickupDirectoryTransport:
 
 class BlobContainerTransport:
     """Beyond the ADR: a blob container as the pickup, for a Function with no durable disk.
+
+    It writes no temporary: `upload_blob` is atomic (a blob appears whole under its name, or not
+    at all), so a crash mid-upload leaves nothing behind and this transport has no leftovers to
+    remove (it is not `LeavesTemporaryFiles`).
 
     The client is built on first delivery (nothing connects at import or construction), from a
     connection string, or from the account's blob URI and an Entra credential (DESIGN §4)."""

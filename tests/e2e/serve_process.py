@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from shared.settings import Settings
+from tests.leak_watch import assert_no_secret_shapes
 from tests.support import CHAIN_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +116,8 @@ def served(
 ) -> Iterator[ServedProcess]:
     """`<program> serve --port <port>` (a free port unless given), its output in `log`; yielded
     once `ready` holds (by default, GET /api/health answers 200), always stopped on the way out.
-    A server that exits before it is ready fails the test with its output."""
+    A server that exits before it is ready fails the test with its output; one whose output
+    holds the shape of a secret (a token, a test address, a suite key) fails it after the stop."""
     port = free_port() if port is None else port
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -132,3 +134,5 @@ def served(
         yield server
     finally:
         server.stop()
+    # The suite's leak watch over every real server's whole output.
+    assert_no_secret_shapes(f"the output of {log.name}", server.output())

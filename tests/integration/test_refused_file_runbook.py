@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
+from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.function_host import FunctionRelayHost
 from shared.settings import Settings, load_settings
@@ -33,7 +35,9 @@ def runbook_sql(dialect: str) -> str:
     return str(sql)
 
 
-def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, Settings]:
+def _refused(
+    db_url: str, pickup: Path, clock: FakeClock
+) -> tuple[FunctionRelayHost, uuid.UUID, Settings]:
     settings = load_settings(
         {
             "Database__Url": db_url,
@@ -46,7 +50,7 @@ def _refused(db_url: str, pickup: Path) -> tuple[FunctionRelayHost, uuid.UUID, S
     (notice,) = owe_notices(db_url)
     # A file left by a runner that died before its mark (D3).
     (pickup / f"{notice}.eml").write_bytes(b"left behind\n")
-    host = FunctionRelayHost(settings)
+    host = FunctionRelayHost(settings, clock=clock)
     summary = host.tick(past_due=False)
     assert summary is not None and summary.refused == 1
     assert notice_state(db_url, notice).delivered_at is None
@@ -60,16 +64,22 @@ def pickup(tmp_path: Path) -> Path:
     return directory
 
 
-def test_d3_runbook_move_the_file_away_and_run_again(
+def test_d3_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after_its_refusal(
     db_url: str, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    clock = FakeClock(datetime.now(UTC))
     with caplog.at_level(logging.WARNING):
-        host, notice, _ = _refused(db_url, pickup)
+        host, notice, settings = _refused(db_url, pickup, clock)
     assert any("Notice refused" in r.getMessage() for r in caplog.records)
     quarantine = tmp_path / "quarantine"
     quarantine.mkdir()
     (pickup / f"{notice}.eml").rename(quarantine / f"{notice}.eml")
 
+    # D3: retried once per lease: within the lease it was refused under, the row rests.
+    clock.advance(timedelta(seconds=settings.Notices.LeaseSeconds - 1))
+    resting = host.tick(past_due=False)
+    assert resting is not None and (resting.resting, resting.delivered) == (1, 0)
+    clock.advance(timedelta(seconds=1))
     summary = host.tick(past_due=False)
 
     assert summary is not None and summary.delivered == 1
@@ -78,7 +88,7 @@ def test_d3_runbook_move_the_file_away_and_run_again(
 
 
 def test_d3_runbook_mark_the_row_with_the_documented_sql(db_url: str, pickup: Path) -> None:
-    host, notice, _ = _refused(db_url, pickup)
+    host, notice, _ = _refused(db_url, pickup, FakeClock(datetime.now(UTC)))
     engine = get_engine(db_url)
     dialect = engine.dialect.name
     shown = EXAMPLE_ID.hex if dialect == "sqlite" else str(EXAMPLE_ID)

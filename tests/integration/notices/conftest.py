@@ -228,3 +228,19 @@ def make_sweep(
         batch_size=batch_size,
         contact=CONTACT,
     )
+
+
+class CountingTransport:
+    """Delegates, counting each attempt per notice: one attempt is one render handed over, one
+    temporary file written and fsynced, one link tried."""
+
+    def __init__(self, inner: NoticeTransport) -> None:
+        self.inner = inner
+        self.attempts: dict[uuid.UUID, int] = {}
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        self.attempts[notice_id] = self.attempts.get(notice_id, 0) + 1
+        return self.inner.deliver(notice_id, message)

@@ -141,6 +141,38 @@ def test_D3_a_row_whose_file_exists_is_refused_stays_owed_and_notify_exits_6_on_
         assert len(refusals) == 1 and refusals[0].levelno == logging.WARNING
 
 
+def test_D3_notify_delivers_the_rows_behind_a_refused_one_exits_6_and_moving_the_file_works_at_once(
+    verb_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Engine,
+    pickup: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A batch of one: the refused row must not keep the only place (D2's cap is on live work).
+    monkeypatch.setenv("Notices__BatchSize", "1")
+    refused, *behind = owed_notices(engine, 3)
+    existing = pickup / f"{refused.id}.eml"
+    existing.write_bytes(b"left behind\r\n")
+
+    code, out, _ = _notify(capsys)
+
+    assert code == exits.REFUSED_FILE
+    assert f"REFUSED: notice {refused.id}" in out and "delivered 2, refused 1" in out
+    for o in behind:
+        assert notice_row(engine, o.id).DeliveredAt is not None
+    row = notice_row(engine, refused.id)
+    assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)  # let go
+
+    quarantine = tmp_path / "quarantine"
+    quarantine.mkdir()
+    existing.rename(quarantine / existing.name)
+    code, out, _ = _notify(capsys)
+    assert code == exits.OK and "delivered 1, refused 0" in out
+    assert notice_row(engine, refused.id).DeliveredAt is not None
+    assert existing.read_bytes() != b"left behind\r\n"
+
+
 def test_D3_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
     engine: Engine, pickup: Path
 ) -> None:
@@ -151,13 +183,14 @@ def test_D3_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
     existing = pickup / f"{owed.id}.eml"
     existing.write_bytes(b"first\r\n")
     clock = FakeClock()
-    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup))
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), lease_seconds=120)
     for _ in range(3):
         summary = sweep.run()
         assert (summary.held, summary.refused, summary.delivered) == (1, 1, 0)
-        clock.advance(timedelta(seconds=30))
+        clock.advance(timedelta(seconds=120))
     assert existing.read_bytes() == b"first\r\n"
-    assert notice_row(engine, owed.id).DeliveredAt is None
+    row = notice_row(engine, owed.id)
+    assert (row.DeliveredAt, row.LeasedBy) == (None, sweep.runner)
 
 
 def test_D5_notify_exits_1_when_another_failure_left_rows_owed(
