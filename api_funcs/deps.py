@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
 from shared.audit.chain import AuditChain, AuditChainUnavailable
+from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
@@ -74,11 +75,10 @@ def current_user_id(credentials: BearerCredentials, ctx: Context) -> str:
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
     with unit_of_work(ctx.engine) as session:
-        stored = session.scalar(select(AspNetUser.Id).where(AspNetUser.Id == claimed))
+        # Exact on SQL Server too, whose collation would match another case (docs/database.md).
+        stored = session.scalar(select(AspNetUser.Id).where(exact_equals(AspNetUser.Id, claimed)))
     if stored is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
-    # The row's own Id, not the claim's spelling of it: where a collation matches `abc` to
-    # `ABC` (SQL Server's default), every later query still names the one stored key.
     return stored
 
 

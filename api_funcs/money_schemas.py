@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     AliasGenerator,
     BaseModel,
     BeforeValidator,
@@ -51,9 +52,23 @@ Money = Annotated[
     Field(gt=0, le=MONEY_MAX, decimal_places=2),
     WithJsonSchema(MONEY_SCHEMA),
 ]
+
+
+def _no_surrounding_space(tag: str) -> str:
+    # SQL Server's `=` ignores trailing spaces, PostgreSQL's and SQLite's do not: refused here, a
+    # tag gets the same answer on every database (docs/database.md).
+    if tag != tag.strip():
+        raise ValueError("must not begin or end with a space")
+    return tag
+
+
 # No NUL: no customer can hold one (PostgreSQL's text cannot), and looked up as sent it failed
 # in the driver; refused here it is a body error naming the field, on every database.
-AzureTag = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$")]
+AzureTag = Annotated[
+    str,
+    Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$"),
+    AfterValidator(_no_surrounding_space),
+]
 
 
 def cents(amount: Decimal) -> Decimal:

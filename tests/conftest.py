@@ -1,8 +1,9 @@
 """Fixtures every ring shares: hermetic settings, a migrated SQLite file per test, a PostgreSQL
-database per run (unique name, migrated, dropped), and the Azurite blob endpoint.
+database per run (unique name, migrated, dropped), a SQL Server database per test when
+AZUREBANK_TEST_SQLSERVER holds a URL (opt-in), and the Azurite blob endpoint.
 
 Under CI=true a suite that would be skipped for a missing service fails instead: a green run must
-mean the PostgreSQL and Azurite suites ran.
+mean the PostgreSQL and Azurite suites ran. SQL Server is opt-in: its skip stays a skip.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -23,6 +25,7 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
+from tests import tsql_parse
 from tests.leak_watch import (
     leak_watch,
     record_text,
@@ -35,6 +38,9 @@ __all__ = ["leak_watch"]
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
+# Opt-in (DESIGN §3): a SQLAlchemy URL of a SQL Server on which this suite may create databases.
+SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
+SQLSERVER_SKIP = "AZUREBANK_TEST_SQLSERVER is not set (opt-in: a SQL Server URL)"
 AZURITE_BLOB_ENDPOINT = os.environ.get(
     "AZUREBANK_TEST_AZURITE_BLOB", "http://127.0.0.1:10000/devstoreaccount1"
 )
@@ -189,11 +195,78 @@ def fresh_postgres_url(_postgres_template: str) -> Iterator[str]:
     _drop_database(name)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+# --- SQL Server (opt-in) ---------------------------------------------------------------------
+
+
+def sqlserver_param(reason: str | None = None) -> Any:
+    """The `sqlserver` parameter of a database fixture: marked, and skipped (never failed, even
+    under CI=true) while AZUREBANK_TEST_SQLSERVER is unset, or always, for `reason`, by a test that
+    cannot run there."""
+    marks = [pytest.mark.sqlserver]
+    if reason is not None:
+        marks.append(pytest.mark.skip(reason=reason))
+    else:
+        marks.append(pytest.mark.skipif(not SQLSERVER_URL, reason=SQLSERVER_SKIP))
+    return pytest.param("sqlserver", marks=marks)
+
+
+def _on_sqlserver_master(statement: str) -> None:
+    # CREATE and DROP DATABASE refuse to run inside a transaction.
+    admin = build_engine(make_url(SQLSERVER_URL).set(database="master"))
+    try:
+        with admin.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text(statement))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture
+def fresh_sqlserver_url() -> Iterator[str]:
+    """A SQL Server database of this test's own: created, migrated as `azurebank db upgrade`
+    migrates (shared.db.migrate.upgrade), dropped at the end."""
+    if not SQLSERVER_URL:
+        pytest.skip(SQLSERVER_SKIP)
+    name = f"azurebank_test_{uuid.uuid4().hex[:12]}"
+    # READ COMMITTED with locks, as DESIGN §3 runs it (never row versions: ADR-0050's lock would
+    # not hold under them); Azure SQL's default is ON.
+    _on_sqlserver_master(
+        f"CREATE DATABASE [{name}]; ALTER DATABASE [{name}] SET READ_COMMITTED_SNAPSHOT OFF"
+    )
+    try:
+        url = make_url(SQLSERVER_URL).set(database=name).render_as_string(hide_password=False)
+        migrate.upgrade(url)
+        yield url
+    finally:
+        dispose_engines()
+        _on_sqlserver_master(
+            f"IF DB_ID(N'{name}') IS NOT NULL BEGIN "
+            f"ALTER DATABASE [{name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; "
+            f"DROP DATABASE [{name}]; END"
+        )
+
+
+# --- the database fixtures --------------------------------------------------------------------
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), sqlserver_param()]
+)
 def db_url(request: pytest.FixtureRequest) -> str:
-    """The same test on SQLite and on PostgreSQL, each with a database of its own."""
+    """The same test on SQLite, PostgreSQL and (opt-in) SQL Server, each with a database of its
+    own."""
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
+    if request.param == "sqlserver":
+        return str(request.getfixturevalue("fresh_sqlserver_url"))
+    return str(request.getfixturevalue("fresh_postgres_url"))
+
+
+@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres), sqlserver_param()])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """A database server of this test's own, for the concurrency tests (SQLite has one writer):
+    PostgreSQL, and (opt-in) SQL Server."""
+    if request.param == "sqlserver":
+        return str(request.getfixturevalue("fresh_sqlserver_url"))
     return str(request.getfixturevalue("fresh_postgres_url"))
 
 
@@ -220,6 +293,25 @@ def azurite_connection_string() -> str:
         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
         f"AccountKey={AZURITE_ACCOUNT_KEY};BlobEndpoint={AZURITE_BLOB_ENDPOINT};"
     )
+
+
+# --- every statement the code executes, parsed as T-SQL (tests/tsql_parse.py) ----------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    tsql_parse.install()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report: pytest.TestReport = yield  # type: ignore[misc]
+    # A statement SQL Server could not parse fails the test that ran it (setup's with the call).
+    if call.when in ("call", "teardown") and report.passed:
+        problems = tsql_parse.take_problems()
+        if problems:
+            report.outcome = "failed"
+            report.longrepr = "\n\n".join(problems)
+    return report  # type: ignore[return-value]
 
 
 # --- the suites summary: which rings ran (scripts/test.sh prints and checks it) ---------------
@@ -274,6 +366,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         parts.append(f"{suite} {c['passed']} passed{extra}")
     terminalreporter.write_sep("-", "suites")
     terminalreporter.write_line("suites: " + "; ".join(parts))
+    terminalreporter.write_line(tsql_parse.summary_line())
+    if os.environ.get("AZUREBANK_TSQL_DUMP"):
+        tsql_parse.dump(os.environ["AZUREBANK_TSQL_DUMP"])
     path = os.environ.get("AZUREBANK_SUITE_SUMMARY")
     if path:
         Path(path).write_text(json.dumps(counts), encoding="utf-8")

@@ -140,6 +140,10 @@ def _idempotency_key(request: Request) -> str:
         raise IdempotencyKeyRequired()
     if len(key) > MAX_KEY_LENGTH:
         raise _bad_key(f"at most {MAX_KEY_LENGTH} characters")
+    if key != key.strip():
+        # SQL Server's `=` and unique index ignore trailing spaces; refused here, `abc` and
+        # `abc ` never meet in the database (docs/database.md). HTTP strips them anyway.
+        raise _bad_key("must not begin or end with a space")
     return key
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Computed,
     ForeignKey,
     Index,
     Integer,
@@ -22,12 +23,13 @@ from sqlalchemy import (
     and_,
     column,
     false,
+    func,
     or_,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from shared.db.types import Hash32, LongText, Money, Str, UtcDateTime
+from shared.db.types import ExactStr, Hash32, LongText, Money, Str, UtcDateTime
 
 NAMING_CONVENTION = {
     "ix": "IX_%(table_name)s_%(column_0_N_name)s",
@@ -91,6 +93,13 @@ class AspNetUser(Base):
     LockoutEnabled: Mapped[bool] = mapped_column(Boolean, default=True)
     AccessFailedCount: Mapped[int] = mapped_column(Integer, default=0)
     AzureTag: Mapped[str] = mapped_column(Str(64), unique=True)
+    # The payee's tag as it is looked up: case-insensitive, like NormalizedUserName
+    # (docs/database.md). Computed by the database from AzureTag with its own UPPER, so rows the
+    # .NET API inserts (it knows nothing of this column) carry it too, and the lookup
+    # `NormalizedAzureTag = UPPER(:tag)` folds both sides with the same function.
+    NormalizedAzureTag: Mapped[str | None] = mapped_column(
+        Str(64), Computed(func.upper(column("AzureTag")), persisted=True), unique=True
+    )
     PinHash: Mapped[str | None] = mapped_column(LongText)
     PinAccessFailedCount: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     PinLockoutEnd: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -211,7 +220,8 @@ class SubscriberNotice(Base):
     DeliveredAt: Mapped[datetime | None] = mapped_column(UtcDateTime)
     DeliveryReceipt: Mapped[str | None] = mapped_column(Str(400))
     LeasedUntil: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    LeasedBy: Mapped[str | None] = mapped_column(Str(200))
+    # Exact on every dialect (docs/database.md): two runner names differing in case are two.
+    LeasedBy: Mapped[str | None] = mapped_column(ExactStr(200))
     # ADR-0052 D2: a plain column, deliberately no foreign key.
     AuditEventId: Mapped[uuid.UUID | None] = mapped_column(Uuid)
 
@@ -225,7 +235,8 @@ class IdempotencyRecord(Base):
     Id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     UserId: Mapped[str] = mapped_column(Str(450))
     Operation: Mapped[str] = mapped_column(Str(64))
-    Key: Mapped[str] = mapped_column(Str(255))
+    # Exact on every dialect (docs/database.md): `abc` and `ABC` are two keys.
+    Key: Mapped[str] = mapped_column(ExactStr(255))
     RequestHash: Mapped[str] = mapped_column(Str(64))
     State: Mapped[str] = mapped_column(Str(16))
     ResponseStatus: Mapped[int | None] = mapped_column(Integer)

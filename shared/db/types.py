@@ -47,6 +47,20 @@ def Str(length: int) -> Unicode:
     return Unicode(length)
 
 
+# SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
+# PostgreSQL's and SQLite's default comparison of text.
+MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
+
+
+def ExactStr(length: int) -> TypeEngine[str]:
+    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
+    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
+    pad under every SQL Server collation: shared/db/exact.py)."""
+    return Unicode(length).with_variant(
+        mssql.NVARCHAR(length, collation=MSSQL_EXACT_COLLATION), "mssql"
+    )
+
+
 # EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated NTEXT,
 # TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline DDL).
 LongText = Text().with_variant(mssql.NVARCHAR(), "mssql")

@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
@@ -40,7 +40,11 @@ def add_user(
     """A user with `accounts` open accounts holding `balance` each. Does not commit."""
     taken = session.scalar(
         select(AspNetUser.Id).where(
-            or_(AspNetUser.AzureTag == azure_tag, AspNetUser.NormalizedEmail == email.upper())
+            or_(
+                # As the payee lookup compares it (shared/money/payees.py): `Bob` takes `bob`.
+                AspNetUser.NormalizedAzureTag == func.upper(azure_tag),
+                AspNetUser.NormalizedEmail == email.upper(),
+            )
         )
     )
     if taken is not None:

@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
+from shared.db.exact import exact_equals
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.uow import unit_of_work
 from shared.db.writes import rows_matched
@@ -156,7 +157,8 @@ class IdempotencyKeys:
             select(IdempotencyRecord).where(
                 IdempotencyRecord.UserId == user_id,
                 IdempotencyRecord.Operation == operation,
-                IdempotencyRecord.Key == key,
+                # Exact on every dialect, trailing spaces included (docs/database.md).
+                exact_equals(IdempotencyRecord.Key, key),
             )
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser
@@ -27,7 +27,11 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
         # No stored tag holds a NUL (PostgreSQL text cannot), and PostgreSQL refuses to compare
         # one: answer as every dialect would, not with the driver's DataError (a 500).
         raise PayeeNotFound()
-    user_id = session.scalar(select(AspNetUser.Id).where(AspNetUser.AzureTag == azure_tag))
+    # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
+    # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
+    user_id = session.scalar(
+        select(AspNetUser.Id).where(AspNetUser.NormalizedAzureTag == func.upper(azure_tag))
+    )
     if user_id is None:
         raise PayeeNotFound()
     if user_id == caller_id:

@@ -12,13 +12,14 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.db.engine import get_engine
 from shared.db.schema import Account, IdempotencyRecord, Transaction
 from shared.db.uow import unit_of_work
+from shared.money.applock_sql import take_daily_limit_lock
 from shared.money.idempotency import IdempotencyKeys, StoredResponse, request_hash
 from shared.money.rails import AccountRails
 from tests.money_support import (
@@ -275,28 +276,23 @@ def test_a_duplicate_in_flight_is_409_and_a_marker_abandoned_by_a_dead_process_i
 
 
 def _hold_lock(url: str, user_id: str) -> tuple[Callable[[], None], Any]:
-    engine = get_engine(url)
-    conn = engine.connect()
-    conn.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended('daily-limit:' || :u, 0))"),
-        {"u": user_id},
-    )
+    """The user's daily-limit lock, taken as a transfer takes it, held until released."""
+    holder = Session(get_engine(url))
+    take_daily_limit_lock(holder, user_id, 30)
 
     def release() -> None:
-        conn.rollback()
-        conn.close()
+        holder.rollback()
+        holder.close()
 
-    return release, conn
+    return release, holder
 
 
-@pytest.mark.postgres
-def test_a_concurrent_duplicate_of_a_transfer_in_flight_answers_409(
-    fresh_postgres_url: str,
-) -> None:
-    """Real overlap on PostgreSQL: the first request waits on the application lock (held by
-    another connection) with its marker committed; the duplicate answers 409 at once; when the
-    lock is released the first completes, and a third try replays it."""
-    url = fresh_postgres_url
+def test_a_concurrent_duplicate_of_a_transfer_in_flight_answers_409(server_url: str) -> None:
+    """Real overlap on a server (PostgreSQL, SQL Server): the first request waits on the
+    application lock (held by another connection) with its marker committed; the duplicate
+    answers 409 at once; when the lock is released the first completes, and a third try replays
+    it."""
+    url = server_url
     with open_bank(url) as bank:
         alice, bob = bank.customer(balance=100), bank.customer()
         auth = bank.authorize(alice, 10, bob)

@@ -3,18 +3,21 @@ acceptance 4), and the migration builds exactly what shared/db/schema.py declare
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Engine, insert, inspect
 from sqlalchemy.exc import IntegrityError
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
-from shared.db.schema import Base
+from shared.db.schema import AspNetUser, Base, SubscriberNotice
+from tests.conftest import sqlserver_param
 
 TABLES = {
     "AspNetUsers",
@@ -28,14 +31,17 @@ TABLES = {
 }
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), sqlserver_param()]
+)
 def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database with no schema yet: a new SQLite file, or a PostgreSQL database of this test's
-    own taken down to base (the fixture hands it over migrated)."""
+    """A database with no schema yet: a new SQLite file, or a PostgreSQL or SQL Server database
+    of this test's own taken down to base (the fixture hands it over migrated)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'fresh.db'}"
         return
-    url = str(request.getfixturevalue("fresh_postgres_url"))
+    server = "fresh_sqlserver_url" if request.param == "sqlserver" else "fresh_postgres_url"
+    url = str(request.getfixturevalue(server))
     migrate.downgrade(url)
     yield url
 
@@ -104,27 +110,27 @@ def test_the_lease_check_refuses_a_half_set_lease(url_engine: tuple[str, Engine]
     # ADR-0048 D2: LeasedUntil and LeasedBy are set together or not at all.
     url, engine = url_engine
     migrate.upgrade(url)
+    # Bound values, so each dialect writes its own booleans and uuids.
     with engine.begin() as conn:
         conn.execute(
-            text(
-                'INSERT INTO "AspNetUsers" ("Id", "EmailConfirmed", "PhoneNumberConfirmed", '
-                '"TwoFactorEnabled", "LockoutEnabled", "AccessFailedCount", "AzureTag", '
-                '"PinAccessFailedCount") VALUES (:id, false, false, false, true, 0, :tag, 0)'
-            ),
-            {"id": "u1", "tag": "tag1"},
+            insert(AspNetUser.__table__).values(
+                Id="u1",
+                EmailConfirmed=False,
+                PhoneNumberConfirmed=False,
+                TwoFactorEnabled=False,
+                LockoutEnabled=True,
+                AccessFailedCount=0,
+                AzureTag="tag1",
+                PinAccessFailedCount=0,
+            )
         )
     with pytest.raises(IntegrityError, match="CK_SubscriberNotices_Lease"), engine.begin() as conn:
         conn.execute(
-            text(
-                'INSERT INTO "SubscriberNotices" ("Id", "UserId", "Kind", "CreatedAt", '
-                '"LeasedBy") VALUES (:id, :user, :kind, CURRENT_TIMESTAMP, :by)'
-            ),
-            {
-                "id": "00000000000000000000000000000001"
-                if engine.dialect.name == "sqlite"
-                else "00000000-0000-0000-0000-000000000001",
-                "user": "u1",
-                "kind": "PinEnrolled",
-                "by": "verb/host/1/deadbeef",
-            },
+            insert(SubscriberNotice.__table__).values(
+                Id=uuid.UUID(int=1),
+                UserId="u1",
+                Kind="PinEnrolled",
+                CreatedAt=datetime.now(UTC),
+                LeasedBy="verb/host/1/deadbeef",
+            )
         )

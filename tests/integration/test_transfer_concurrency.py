@@ -17,16 +17,17 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
-from shared.db.schema import AspNetUser
+from shared.db.schema import Account, AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.identity.pins import verify_pin
-from shared.money.applock_sql import DailyLimitLock
+from shared.money.applock_sql import DailyLimitLock, take_daily_limit_lock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
 from shared.money.transfers import TransferOrder, TransferService
@@ -102,14 +103,13 @@ def _day_used(s: Services, user_id: str) -> Decimal:
         return s.limit.used(session, user_id, s.clock.now())
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("lock_enabled", lock_modes)
 def test_eight_accounts_of_one_user_one_transfer_each_never_exceed_the_day(
-    fresh_postgres_url: str, lock_enabled: bool
+    server_url: str, lock_enabled: bool
 ) -> None:
     """D5's tripwire: eight transfers of 100 from eight accounts to eight payees share no row,
     so only the per-user lock keeps the day at 500 (five 201s, three 422s), round after round."""
-    url = fresh_postgres_url
+    url = server_url
     s = _services(url, lock_enabled=lock_enabled)
     payer = make_user(url, s.clock, balance=10_000, accounts=8)
     enrol_pin(url, payer.user_id)
@@ -134,14 +134,13 @@ def test_eight_accounts_of_one_user_one_transfer_each_never_exceed_the_day(
     assert days == [CEILING] * 20
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("lock_enabled", [True, False], ids=["with-lock", "token-only"])
 def test_one_account_parallel_transfers_never_exceed_the_day_through_the_token_retry(
-    fresh_postgres_url: str, lock_enabled: bool, caplog: pytest.LogCaptureFixture
+    server_url: str, lock_enabled: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ADR-0050 Verification: one payer account serialises through its concurrency token with or
     without the lock: a loser re-runs the whole transaction and re-sums the day."""
-    url = fresh_postgres_url
+    url = server_url
     s = _services(url, lock_enabled=lock_enabled)
     payer = make_user(url, s.clock, balance=10_000)
     enrol_pin(url, payer.user_id)
@@ -169,38 +168,33 @@ def test_one_account_parallel_transfers_never_exceed_the_day_through_the_token_r
         assert _day_used(s, payer.user_id) == CEILING
         assert sorted(o for o in outcomes if isinstance(o, str)) == ["DAILY_LIMIT_EXCEEDED"] * 3
     with unit_of_work(s.engine) as session:
-        balance = session.scalar(
-            text('SELECT "Balance" FROM "Accounts" WHERE "Id" = :id'), {"id": account}
-        )
+        balance = session.get_one(Account, account).Balance
     assert balance == Decimal(10_000 - 20 * 500)
     if not lock_enabled:
         # Without the lock the losers really raced (and retried) on the account's token.
         assert any("lost a race" in r.getMessage() for r in caplog.records)
 
 
-def _hold_postgres_lock(engine: Engine, user_id: str) -> object:
-    conn = engine.connect()
-    conn.execute(
-        text("SELECT pg_advisory_xact_lock(hashtextextended('daily-limit:' || :u, 0))"),
-        {"u": user_id},
-    )
-    return conn
+def _hold_lock(engine: Engine, user_id: str) -> Session:
+    """The user's daily-limit lock, taken as a transfer takes it, held until rolled back."""
+    holder = Session(engine)
+    take_daily_limit_lock(holder, user_id, 30)
+    return holder
 
 
-@pytest.mark.postgres
 def test_a_held_lock_answers_503_lock_timeout_after_the_timeout_and_delays_no_other_user(
-    fresh_postgres_url: str,
+    server_url: str,
 ) -> None:
     """D5: the wait is bounded by DailyLimit__LockTimeoutSeconds (1 here); the timeout is a fault,
     never the 422, and is not stored (the same key succeeds once the lock is free). Another
     user's transfer completes while the lock is still held."""
-    url = fresh_postgres_url
+    url = server_url
     with open_bank(url, DailyLimit__LockTimeoutSeconds="1") as bank:
         alice, bob = bank.customer(balance=100), bank.customer(balance=100)
         carol = bank.customer()
         alice_auth = bank.authorize(alice, 10, carol)
         bob_auth = bank.authorize(bob, 10, carol)
-        holder = _hold_postgres_lock(get_engine(url), alice.user_id)
+        holder = _hold_lock(get_engine(url), alice.user_id)
         try:
             key = unique_key()
             started = time.monotonic()
@@ -210,8 +204,8 @@ def test_a_held_lock_answers_503_lock_timeout_after_the_timeout_and_delays_no_ot
             other = bank.transfer(bob, 10, carol, bob_auth)
             other_elapsed = time.monotonic() - other_started
         finally:
-            holder.rollback()  # type: ignore[attr-defined]
-            holder.close()  # type: ignore[attr-defined]
+            holder.rollback()
+            holder.close()
         assert (waited.status_code, waited.json()["errorCode"]) == (503, "LOCK_TIMEOUT")
         assert waited.headers["Retry-After"] == "1"
         assert 0.9 <= elapsed < 15, elapsed

@@ -48,6 +48,9 @@ def _argv(**options: str) -> list[str]:
         ("email", "Someone <someone@example.test>"),
         ("azure_tag", ""),
         ("azure_tag", "t" * 65),  # AspNetUsers.AzureTag is 64, as the API's payee field
+        # SQL Server's `=` ignores trailing spaces (docs/database.md): refused on every dialect.
+        ("azure_tag", "bob "),
+        ("azure_tag", " bob"),
         ("password", ""),
         ("password", "p" * 1025),  # POST /api/pin refuses a longer password
     ],

@@ -4,14 +4,18 @@ pyodbc, which cannot even be imported where unixODBC is missing (FACTS)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects import mssql
 
 from shared.db.migrate import offline_sql
+from tests import tsql_parse
 
 ROOT = Path(__file__).resolve().parents[2]
 MSSQL_URL = "mssql+pyodbc://u:p@h/db?driver=ODBC+Driver+18+for+SQL+Server"
@@ -62,3 +66,63 @@ def test_generating_the_sql_server_ddl_never_imports_pyodbc() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_every_statement_of_the_sql_server_ddl_parses_as_t_sql(ddl: str) -> None:
+    """DESIGN §3: the migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
+    statement (tests/tsql_parse.py counts them with the executed statements)."""
+    assert tsql_parse.check_ddl(ddl) >= 20
+
+
+def _final_definition(ddl: str, table: str, column: str) -> str:
+    """The column's definition as the script leaves it: its line in CREATE TABLE, or the last
+    ALTER TABLE that adds or alters it."""
+    found = ""
+    for statement in ddl.split("\nGO\n"):
+        lines = [line.strip() for line in statement.splitlines() if line.strip()]
+        if any(line.startswith(f"CREATE TABLE [{table}]") for line in lines):
+            found = next((line for line in lines if line.startswith(f"[{column}] ")), found)
+        for line in lines:
+            if line.startswith(
+                (
+                    f"ALTER TABLE [{table}] ADD [{column}] ",
+                    f"ALTER TABLE [{table}] ALTER COLUMN [{column}] ",
+                )
+            ):
+                found = line
+    assert found, f"{table}.{column} is not in the DDL"
+    return found
+
+
+@pytest.mark.parametrize(
+    ("table", "column"), [("IdempotencyRecords", "Key"), ("SubscriberNotices", "LeasedBy")]
+)
+def test_the_exact_columns_are_binary_on_sql_server(ddl: str, table: str, column: str) -> None:
+    """docs/database.md: the Idempotency-Key and the runner name compare case-sensitively there
+    too (the database's default collation would not)."""
+    assert "COLLATE Latin1_General_100_BIN2" in _final_definition(ddl, table, column)
+
+
+def test_the_normalized_tag_is_upper_of_the_tag_computed_on_sql_server(ddl: str) -> None:
+    definition = _final_definition(ddl, "AspNetUsers", "NormalizedAzureTag")
+    assert "[NormalizedAzureTag] AS (upper([AzureTag])) PERSISTED" in definition
+    assert "UNIQUE ([NormalizedAzureTag])" in ddl
+
+
+def test_every_text_column_is_nvarchar_on_sql_server(ddl: str) -> None:
+    """EF's nvarchar: a VARCHAR would compare in the code page, TEXT/NTEXT are deprecated. The one
+    exception is Alembic's own alembic_version table."""
+    from shared.db.schema import Base
+
+    mssql_dialect = mssql.dialect()
+    for table in Base.metadata.sorted_tables:
+        for column in table.columns:
+            if column.computed is not None:
+                # UPPER of an NVARCHAR column is NVARCHAR.
+                assert "AzureTag" in str(column.computed.sqltext), column
+                continue
+            rendered = column.type.compile(dialect=mssql_dialect)
+            if isinstance(column.type.dialect_impl(mssql_dialect), sa.String):
+                assert rendered.startswith("NVARCHAR"), f"{table.name}.{column.name}: {rendered}"
+    ours = "\n".join(s for s in ddl.split("\nGO\n") if "alembic_version" not in s)
+    assert not re.search(r"(?<!N)VARCHAR|\bN?TEXT\b|\bN?CHAR\(", ours)

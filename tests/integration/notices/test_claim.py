@@ -153,6 +153,12 @@ def _make_the_store_round_lease_times(engine: Engine) -> None:
     if engine.dialect.name == "postgresql":
         # timestamp(0) rounds to the nearest second on write.
         statement = 'ALTER TABLE "SubscriberNotices" ALTER COLUMN "LeasedUntil" TYPE timestamp(0)'
+    elif engine.dialect.name == "mssql":
+        # DATETIME2(0) rounds to the nearest second; ALTER COLUMN refuses a column a check names.
+        statement = (
+            "ALTER TABLE [SubscriberNotices] DROP CONSTRAINT [CK_SubscriberNotices_Lease]; "
+            "ALTER TABLE [SubscriberNotices] ALTER COLUMN [LeasedUntil] DATETIME2(0) NULL"
+        )
     else:
         # SQLite stores the text it is given; a trigger cuts the fraction off every lease end.
         statement = (

@@ -1,15 +1,19 @@
-"""Acceptance 1 (ADR-0048 D2): two runners claiming concurrently on PostgreSQL deliver each of
-2,000 owed rows exactly once, refuse no file, and never claim a row under two leases.
+"""Acceptance 1 (ADR-0048 D2): two runners claiming concurrently on PostgreSQL (and, opt-in, SQL
+Server) deliver each of 2,000 owed rows exactly once, refuse no file, and never claim a row under
+two leases.
 
-The witness is the database's own: a trigger records every change of `LeasedBy` to a runner's
-name, with the lease it replaced. The control is the same test with a naive claim (read free rows,
-then update them by id): it must show double claims, or the witness proves nothing.
+On PostgreSQL the witness is the database's own: a trigger records every change of `LeasedBy` to a
+runner's name, with the lease it replaced. SQL Server refuses `UPDATE … OUTPUT` without `INTO` on a
+table with a trigger (the claim's own statement), so there the witness is every claim's returned
+ids with the lease it wrote. The control is the same test with a naive claim (read free rows, then
+update them by id): it must show double claims, or the witness proves nothing.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,7 +31,7 @@ from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
 from tests.integration.notices.conftest import CONTACT, owed_notices
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.timeout(240)]
 
 ROWS = 2000
 BATCH = 100
@@ -51,7 +55,29 @@ _WITNESS = [
 ]
 
 
-class NaiveClaim(NoticeClaim):
+@dataclass(frozen=True)
+class Claimed:
+    notice_id: uuid.UUID
+    runner: str
+    at: datetime
+    until: datetime
+
+
+_claimed: list[Claimed] = []  # SQL Server's witness (see the module's docstring)
+_claimed_lock = threading.Lock()
+
+
+class WitnessedClaim(NoticeClaim):
+    def claim(
+        self, session: Session, *, now: datetime, lease_until: datetime, limit: int
+    ) -> list[uuid.UUID]:
+        ids = super().claim(session, now=now, lease_until=lease_until, limit=limit)
+        with _claimed_lock:
+            _claimed.extend(Claimed(i, self.runner, now, lease_until) for i in ids)
+        return ids
+
+
+class NaiveClaim(WitnessedClaim):
     """The control: read the free rows, then update them by id. Between the read and the write
     another runner can claim the same rows, and this write does not look again."""
 
@@ -77,6 +103,8 @@ class NaiveClaim(NoticeClaim):
                 .where(SubscriberNotice.Id.in_(ids))
                 .values(LeasedBy=self.runner, LeasedUntil=lease_until)
             )
+        with _claimed_lock:
+            _claimed.extend(Claimed(i, self.runner, now, lease_until) for i in ids)
         return ids
 
 
@@ -96,7 +124,7 @@ def _race(url: str, pickup: Path, *, naive: bool) -> Race:
     def runner(name: str) -> None:
         engine = build_engine(url)
         try:
-            claim = (NaiveClaim if naive else NoticeClaim)(
+            claim = (NaiveClaim if naive else WitnessedClaim)(
                 name, lease_seconds=LEASE_SECONDS, batch_size=BATCH
             )
             sweep = NoticeSweep(
@@ -140,6 +168,8 @@ class Witnessed:
 
 
 def _witnessed(engine: Engine) -> Witnessed:
+    if engine.dialect.name == "mssql":
+        return _witnessed_by_the_claims()
     with engine.connect() as connection:
         claims = connection.scalar(text("SELECT count(*) FROM lease_witness"))
         twice = connection.scalar(
@@ -159,13 +189,41 @@ def _witnessed(engine: Engine) -> Witnessed:
     return Witnessed(int(claims or 0), int(twice or 0), int(live or 0))
 
 
+def _witnessed_by_the_claims() -> Witnessed:
+    with _claimed_lock:
+        claimed = list(_claimed)
+    times = Counter(c.notice_id for c in claimed)
+    live = (
+        sum(
+            1
+            for later in claimed
+            for earlier in claimed
+            if earlier.notice_id == later.notice_id
+            and earlier.runner != later.runner
+            and earlier.at <= later.at < earlier.until
+        )
+        if any(n > 1 for n in times.values())
+        else 0
+    )
+    return Witnessed(len(claimed), sum(1 for n in times.values() if n > 1), live)
+
+
 def _arrange(url: str) -> Engine:
     engine = build_engine(url)
-    with engine.begin() as connection:
-        for statement in _WITNESS:
-            connection.execute(text(statement))
+    _claimed.clear()
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            for statement in _WITNESS:
+                connection.execute(text(statement))
     owed_notices(engine, ROWS, users=50)
     return engine
+
+
+def _forget_witnessed(engine: Engine) -> None:
+    _claimed.clear()
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            connection.execute(text("TRUNCATE lease_witness"))
 
 
 def _owed(engine: Engine) -> int:
@@ -176,13 +234,13 @@ def _owed(engine: Engine) -> int:
 
 
 def test_D2_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
-    fresh_postgres_url: str, tmp_path: Path
+    server_url: str, tmp_path: Path
 ) -> None:
-    engine = _arrange(fresh_postgres_url)
+    engine = _arrange(server_url)
     pickup = tmp_path / "pickup"
     pickup.mkdir()
     try:
-        race = _race(fresh_postgres_url, pickup, naive=False)
+        race = _race(server_url, pickup, naive=False)
         witnessed = _witnessed(engine)
         assert _owed(engine) == 0
         assert race.total("delivered") == ROWS  # each row delivered once, by one runner
@@ -197,21 +255,20 @@ def test_D2_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
 
 
 def test_the_control_a_naive_claim_read_then_update_does_double_claim(
-    fresh_postgres_url: str, tmp_path: Path
+    server_url: str, tmp_path: Path
 ) -> None:
     """The witness can fail: the same race with a naive claim double-claims in at least one of
     CONTROL_ATTEMPTS attempts (each on freshly owed rows)."""
-    engine = _arrange(fresh_postgres_url)
+    engine = _arrange(server_url)
     seen: list[tuple[Witnessed, int]] = []
     try:
         for attempt in range(CONTROL_ATTEMPTS):
             if attempt:
-                with engine.begin() as connection:
-                    connection.execute(text("TRUNCATE lease_witness"))
+                _forget_witnessed(engine)
                 owed_notices(engine, ROWS, users=50)
             pickup = tmp_path / f"pickup-{attempt}"
             pickup.mkdir()
-            race = _race(fresh_postgres_url, pickup, naive=True)
+            race = _race(server_url, pickup, naive=True)
             seen.append((_witnessed(engine), race.total("refused")))
             if seen[-1][0].rows_claimed_twice:
                 break

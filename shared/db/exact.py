@@ -1,0 +1,72 @@
+"""Exact text equality on every dialect (DESIGN §3, docs/database.md).
+
+PostgreSQL's and SQLite's `=` on text is exact. SQL Server's is not: under the database's default
+collation (SQL_Latin1_General_CP1_CI_AS, Azure SQL's too) it ignores case, and under every
+collation, binary ones included, it ignores trailing spaces (ANSI padding). `exact_equals` renders
+plain `=` where that is exact already, and on SQL Server
+
+    col = :v AND col COLLATE Latin1_General_100_BIN2 = :v AND DATALENGTH(col) = DATALENGTH(:v)
+
+The first term keeps the index seek under the column's own collation; the second makes the
+comparison binary (case, accents, width); the third makes trailing spaces count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Boolean, ColumnElement, and_, bindparam, func
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import QueryableAttribute
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from shared.db.types import MSSQL_EXACT_COLLATION
+
+
+class ExactEquals(ColumnElement[bool]):
+    """`column = value`, exact on every dialect (see the module's docstring)."""
+
+    inherit_cache = True
+    type = Boolean()
+    # A comparison, so dialects without a boolean type (SQL Server) add no `= 1` after it.
+    _is_implicitly_boolean = True
+    # Both parts take part in the statement cache key and in cloning (the binds' values).
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy's own declaration style)
+        ("column", InternalTraversal.dp_clauseelement),
+        ("value", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: ColumnElement[str], value: BindParameter[str]) -> None:
+        self.column = column
+        self.value = value
+
+    @property
+    def _from_objects(self) -> list[Any]:  # the FROM the expression needs: the column's
+        return list(self.column._from_objects)
+
+
+@compiles(ExactEquals)
+def _exact_default(element: ExactEquals, compiler: SQLCompiler, **kw: Any) -> str:
+    return str(compiler.process(element.column == element.value, **kw))
+
+
+@compiles(ExactEquals, "mssql")
+def _exact_mssql(element: ExactEquals, compiler: SQLCompiler, **kw: Any) -> str:
+    column, value = element.column, element.value
+    exact = and_(
+        column == value,
+        column.collate(MSSQL_EXACT_COLLATION) == value,
+        func.datalength(column) == func.datalength(value),
+    )
+    return f"({compiler.process(exact, **kw)})"
+
+
+def exact_equals(
+    column: ColumnElement[str] | QueryableAttribute[str], value: str
+) -> ColumnElement[bool]:
+    """A WHERE term true only when the column holds exactly `value` (case and trailing spaces
+    included), on SQL Server as on PostgreSQL and SQLite."""
+    element = column.__clause_element__() if isinstance(column, QueryableAttribute) else column
+    return ExactEquals(element, bindparam(None, value, type_=element.type))

@@ -1,0 +1,83 @@
+"""The same answers on every dialect (docs/database.md): the payee's tag looked up
+case-insensitively through NormalizedAzureTag, and the Idempotency-Key and LeasedBy compared
+exactly on SQL Server too (its default collation ignores case; PostgreSQL and SQLite do not).
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-12-01 10:00:00.000000
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import mssql
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+# shared/db/types.py MSSQL_EXACT_COLLATION, spelled out: a migration does not move with the code.
+BIN2 = "Latin1_General_100_BIN2"
+
+
+def _lease_check() -> sa.ColumnElement[bool]:
+    leased_until: sa.ColumnClause[Any] = sa.column("LeasedUntil")
+    leased_by: sa.ColumnClause[Any] = sa.column("LeasedBy")
+    return sa.or_(
+        sa.and_(leased_until.is_(None), leased_by.is_(None)),
+        sa.and_(leased_until.is_not(None), leased_by.is_not(None)),
+    )
+
+
+def _collate(table: str, column: str, length: int, *, nullable: bool, to: str | None) -> None:
+    op.alter_column(
+        table,
+        column,
+        existing_type=mssql.NVARCHAR(length),
+        type_=mssql.NVARCHAR(length, collation=to),
+        existing_nullable=nullable,
+    )
+
+
+def _mssql_collations(collation: str | None) -> None:
+    """SQL Server only: ALTER COLUMN refuses a column an index, a unique constraint or a check
+    names, so each is dropped around the change and made again as 0001 made it."""
+    unique_key = op.f("UQ_IdempotencyRecords_UserId_Operation_Key")
+    op.drop_constraint(unique_key, "IdempotencyRecords", type_="unique")
+    _collate("IdempotencyRecords", "Key", 255, nullable=False, to=collation)
+    op.create_unique_constraint(unique_key, "IdempotencyRecords", ["UserId", "Operation", "Key"])
+    lease = op.f("CK_SubscriberNotices_Lease")
+    op.drop_index("IX_SubscriberNotices_LeasedBy", table_name="SubscriberNotices")
+    op.drop_constraint(lease, "SubscriberNotices", type_="check")
+    _collate("SubscriberNotices", "LeasedBy", 200, nullable=True, to=collation)
+    op.create_check_constraint(lease, "SubscriberNotices", _lease_check())
+    op.create_index("IX_SubscriberNotices_LeasedBy", "SubscriberNotices", ["LeasedBy"])
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column(
+                "NormalizedAzureTag",
+                sa.Unicode(length=64),
+                sa.Computed(sa.func.upper(sa.column("AzureTag")), persisted=True),
+                nullable=True,
+            )
+        )
+        batch_op.create_unique_constraint(
+            op.f("UQ_AspNetUsers_NormalizedAzureTag"), ["NormalizedAzureTag"]
+        )
+    if op.get_context().dialect.name == "mssql":
+        _mssql_collations(BIN2)
+
+
+def downgrade() -> None:
+    if op.get_context().dialect.name == "mssql":
+        _mssql_collations(None)  # back to the database's default, as 0001 left them
+    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
+        batch_op.drop_constraint(op.f("UQ_AspNetUsers_NormalizedAzureTag"), type_="unique")
+        batch_op.drop_column("NormalizedAzureTag")
