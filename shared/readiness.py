@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, column, select, table, text
 
 from shared.audit.tail_sql import TAIL_ID
 from shared.db.schema import AuditChainTail
@@ -84,10 +84,13 @@ def migration_heads() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
 
 
-def _schema_at_head(conn: Connection) -> bool:
-    from alembic.runtime.migration import MigrationContext
+# Alembic's own record of the revisions applied; read as a plain SELECT (no reflection), so an
+# unmigrated database, which lacks the table, fails the statement and so the check.
+_ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 
-    current = frozenset(MigrationContext.configure(conn).get_current_heads())
+
+def _schema_at_head(conn: Connection) -> bool:
+    current = frozenset(conn.scalars(select(_ALEMBIC_VERSION.c.version_num)))
     return current == migration_heads()
 
 
