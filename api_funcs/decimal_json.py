@@ -2,28 +2,60 @@
 `0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two decimals" is a
 question about the digits sent, not about a binary approximation of them. Every router with a
 request body uses it, so anything that is not JSON reaches the caller as 400 VALIDATION_FAILED
-naming the body (DESIGN §5), whatever made it unreadable."""
+naming the body (DESIGN §5), whatever made it unreadable.
+
+A number that is JSON but that no Decimal or int can hold (an exponent past the decimal module's
+limit, `1e1000000000000000000`: decimal.InvalidOperation, an ArithmeticError; an integer past
+Python's digit limit: a ValueError) is read as UNHOLDABLE, so the field holding it is refused by
+name (400 VALIDATION_FAILED naming `amount`), not the whole body."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Coroutine
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 
+class UnholdableNumber:
+    """The value of a JSON number too large (or too finely exponented) to hold. It keeps none of
+    the number's digits: a refusal never echoes what the caller sent."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNHOLDABLE"
+
+
+UNHOLDABLE: Final = UnholdableNumber()
+
+
+def _fraction(text: str) -> Decimal | UnholdableNumber:
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        return UNHOLDABLE
+
+
+def _integer(text: str) -> int | UnholdableNumber:
+    try:
+        return int(text)
+    except ValueError:
+        return UNHOLDABLE
+
+
 def loads_decimal(body: bytes | str) -> Any:
     """JSON with fractions as Decimal; anything unparsable is a JSONDecodeError."""
     try:
-        return json.loads(body, parse_float=Decimal)
+        return json.loads(body, parse_float=_fraction, parse_int=_integer)
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:
-        # Bad UTF-8, an integer past Python's digit limit, nesting past the recursion limit:
-        # still "not JSON" to the caller (400 VALIDATION_FAILED), never a 500.
+        # Bad UTF-8, nesting past the recursion limit: still "not JSON" to the caller
+        # (400 VALIDATION_FAILED naming the body), never a 500.
         raise json.JSONDecodeError(type(exc).__name__, "", 0) from None
 
 

@@ -22,7 +22,10 @@ from pydantic import (
 from pydantic.alias_generators import to_snake
 
 from api_funcs import exact_json
+from api_funcs.decimal_json import UnholdableNumber
 from api_funcs.pin_schema import Pin
+from api_funcs.stored_text import stored_text
+from shared.db.schema import AspNetUser
 from shared.money.refusals import utc_text
 from shared.settings import MONEY_MAX
 
@@ -32,6 +35,9 @@ CENT = Decimal("0.01")
 def _a_json_number(value: Any) -> Any:
     # DESIGN §5: money travels as JSON numbers, not strings; a float never reaches here (bodies
     # are parsed with parse_float=Decimal) and a bool is not a number.
+    if isinstance(value, UnholdableNumber):
+        # 1e1000000000000000000 is JSON, and far outside what an amount may be.
+        raise ValueError("must be above 0 and at most 100000")
     if isinstance(value, bool) or not isinstance(value, int | Decimal):
         raise ValueError("must be a JSON number")
     return value
@@ -62,11 +68,20 @@ def _no_surrounding_space(tag: str) -> str:
     return tag
 
 
-# No NUL: no customer can hold one (PostgreSQL's text cannot), and looked up as sent it failed
-# in the driver; refused here it is a body error naming the field, on every database.
+# Compared with AspNetUsers.AzureTag and stored beside the money: storable on every database
+# (api_funcs.stored_text: no NUL, which PostgreSQL's text cannot hold and refuses to compare; no
+# lone surrogate; at most the column's 64 UTF-16 code units), else a body error naming it. The
+# pattern and maxLength say so in the document.
 AzureTag = Annotated[
     str,
-    Field(min_length=1, max_length=64, pattern=r"^[^\x00]*$"),
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[^\x00]*$",
+        description="A customer's AzureTag: at most 64 UTF-16 code units (as SQL Server's "
+        "nvarchar(64) counts: a character beyond the BMP is two), no NUL.",
+    ),
+    stored_text(AspNetUser.AzureTag),
     AfterValidator(_no_surrounding_space),
 ]
 

@@ -62,7 +62,7 @@ _SETTING_SECTIONS = (
 
 # Property tests keep their own bounded max_examples; under CI=true they are derandomized, so a
 # green CI run is repeatable.
-settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None)
+settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")
 

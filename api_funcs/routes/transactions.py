@@ -31,6 +31,7 @@ from api_funcs.money_schemas import (
 )
 from api_funcs.problem_docs import REPLAYED_HEADER, error_code_responses, idempotency_key_parameter
 from shared.audit.chain import AuditChain
+from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.identity.pins import verify_pin
@@ -138,8 +139,10 @@ def _idempotency_key(request: Request) -> str:
     key = keys[0] if keys else None
     if key is None or not key.strip():
         raise IdempotencyKeyRequired()
-    if len(key) > MAX_KEY_LENGTH:
-        raise _bad_key(f"at most {MAX_KEY_LENGTH} characters")
+    # Stored in and compared with IdempotencyRecords.Key: a NUL failed in PostgreSQL's driver.
+    reason = unstorable_reason(key, MAX_KEY_LENGTH)
+    if reason is not None:
+        raise _bad_key(reason)
     if key != key.strip():
         # SQL Server's `=` and unique index ignore trailing spaces; refused here, `abc` and
         # `abc ` never meet in the database (docs/database.md). HTTP strips them anyway.

@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session
 from shared.clock import Clock
 from shared.db.exact import exact_equals
 from shared.db.schema import IdempotencyRecord, IdempotencyState
+from shared.db.storable_text import column_length
 from shared.db.uow import unit_of_work
 from shared.db.writes import rows_matched
 from shared.money.applock_sql import is_lock_timeout
@@ -47,7 +48,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("azurebank.money")
 
-MAX_KEY_LENGTH = 255  # IdempotencyRecords.Key
+MAX_KEY_LENGTH = column_length(IdempotencyRecord.Key)  # 255
 
 
 def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from api_funcs import exact_json
-from api_funcs.decimal_json import loads_decimal
+from api_funcs.decimal_json import UNHOLDABLE, loads_decimal
 from api_funcs.money_schemas import Money, cents
 
 MONEY = TypeAdapter(Money)
@@ -71,6 +71,10 @@ def test_json_numbers_keep_their_exact_decimal_value(text: str, expected: Decima
         "0.001",
         "100000.01",
         "1e400",
+        # Past what a Decimal or an int can hold: refused as an amount, not a crash.
+        "1e1000000000000000000",
+        "-1e1000000000000000000",
+        "9" * 5000,
         '"100"',  # a string is not a JSON number
         "true",
         "null",
@@ -85,9 +89,16 @@ def test_anything_else_is_refused(text: str) -> None:
 
 
 def test_unparsable_bodies_are_json_decode_errors_never_another_exception() -> None:
-    for body in (b"nope", b"\xff\xfe", b"[" * 100_000, b'{"a": ' + b"9" * 5000 + b"}"):
+    for body in (b"nope", b"\xff\xfe", b"[" * 100_000, b'{"a": 1'):
         with pytest.raises(json.JSONDecodeError):
             loads_decimal(body)
+
+
+@pytest.mark.parametrize("text", ["1e1000000000000000000", "-1E+1000000000000000000", "9" * 5000])
+def test_a_number_no_decimal_or_int_can_hold_is_read_as_unholdable_not_a_whole_body_error(
+    text: str,
+) -> None:
+    assert loads_decimal(f'{{"amount": {text}}}') == {"amount": UNHOLDABLE}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,38 @@
+"""What a string must be before SQL sees it (DESIGN §3: one database shared by three dialects).
+
+A value a caller sent (a body field, a header) is stored or compared only when SQL Server,
+PostgreSQL and SQLite alike can hold it, so that every database gives the same answer:
+  - no NUL: PostgreSQL's text cannot hold one, and refuses to compare one (the driver's DataError);
+  - valid Unicode, no lone surrogate: no driver can encode one as UTF-8 or UTF-16;
+  - no longer than its column, counted as SQL Server's nvarchar(n) and .NET's string count,
+    in UTF-16 code units (a character beyond the BMP, like most emoji, is two), the strictest
+    of the three: PostgreSQL counts characters and SQLite does not count.
+Refused, a value is the caller's 400 naming its field, never a driver's error (a 500)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import InstrumentedAttribute
+
+StringColumn = InstrumentedAttribute[str] | InstrumentedAttribute[str | None]
+
+
+def column_length(column: StringColumn) -> int:
+    """The declared length of a string column (`Str(n)` in shared.db.schema)."""
+    length = getattr(column.type, "length", None)
+    if not isinstance(length, int):
+        raise TypeError(f"{column} has no declared length")
+    return length
+
+
+def unstorable_reason(value: str, max_length: int) -> str | None:
+    """Why `value` cannot be stored in or compared with a column of `max_length`; None when it
+    can. The reason names a rule, never the value."""
+    if "\x00" in value:
+        return "must not contain NUL"
+    try:
+        units = len(value.encode("utf-16-le")) // 2
+    except UnicodeEncodeError:
+        return "must be valid Unicode text (no lone surrogates)"
+    if units > max_length:
+        return f"at most {max_length} characters"
+    return None
