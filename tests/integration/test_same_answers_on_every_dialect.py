@@ -184,7 +184,7 @@ def test_runner_names_differing_only_in_case_hold_different_leases(
     assert owed in taken.claimed_ids
     with unit_of_work(engine) as session:
         assert [n.id for n in upper.held(session)] == []
-        assert upper.renew(session, T0 + timedelta(minutes=5)) == 0
+        assert upper.renew(session, T0 + timedelta(minutes=5)) == frozenset()
         assert [n.id for n in lower.held(session)] == [owed]
 
 
