@@ -10,16 +10,23 @@ from fastapi import FastAPI
 
 from api_funcs.body_limit import BodyLimit
 from api_funcs.context import AppContext
+from api_funcs.docs_page import docs_page_on, install_docs_page
 from api_funcs.problems import install_problem_handlers
 from api_funcs.routes import accounts, health, pin, transactions
+from api_funcs.telemetry_recorder import install_request_spans
 from api_funcs.unhandled import UnhandledErrors
+
+OPENAPI_URL = "/api/openapi.json"
 
 
 def create_app(context: AppContext) -> FastAPI:
+    functions_host = context.host == "function"
+    docs = docs_page_on(context.settings, functions_host=functions_host)
     app = FastAPI(
         title="AzureBank Functions",
         version="1.0.0",
-        openapi_url="/api/openapi.json",
+        # Under the Functions host the document goes with the page: both off unless turned on.
+        openapi_url=None if functions_host and not docs else OPENAPI_URL,
         docs_url=None,
         redoc_url=None,
         # Starlette's slash redirect builds its Location from the Host header the caller sent:
@@ -28,6 +35,9 @@ def create_app(context: AppContext) -> FastAPI:
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
+    # Around the body limit, so a span covers its refusals too; a request that escapes as an
+    # exception ends its span as a 500 (the answer UnhandledErrors gives it).
+    install_request_spans(app, context.telemetry)
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
@@ -36,6 +46,8 @@ def create_app(context: AppContext) -> FastAPI:
     app.include_router(pin.router)
     app.include_router(transactions.router)
     _declare_only_real_refusals(app)
+    if docs:
+        install_docs_page(app)
     return app
 
 

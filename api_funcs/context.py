@@ -10,7 +10,9 @@ from functools import cached_property
 
 from shared.bootstrap import Services, open_services
 from shared.clock import Clock, SystemClock
+from shared.notices.hosted import HostedKind, is_named
 from shared.settings import Settings
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 
 @dataclass
@@ -24,11 +26,17 @@ class AppContext:
     # Functions host composes lazily (shared.bootstrap.LazyServices), so a request that reads
     # none (health) builds no engine and imports no driver.
     compose: Callable[[], Services] | None = None
+    # Which host serves the app: `serve` (api) or the Functions host (function). Its own
+    # questions differ: who delivers notices (ADR-0048 D6), whether the API page is on.
+    host: HostedKind = "api"
+    # The host's, built at its edge (api_funcs.telemetry.host_telemetry) and handed to its
+    # services too; read here without composing them. Reports nothing by default.
+    telemetry: Telemetry = NO_TELEMETRY
 
     @classmethod
     def of(cls, services: Services) -> AppContext:
         """The context of a host that built its services already (serve, the Functions host)."""
-        context = cls(services.settings, services.clock)
+        context = cls(services.settings, services.clock, telemetry=services.telemetry)
         context.__dict__["services"] = services
         return context
 
@@ -41,4 +49,7 @@ class AppContext:
             clock=self.clock,
             database_url_override=self.database_url,
             local_default=False,
+            telemetry=self.telemetry,
+            # Readiness checks the pickup only where this host delivers (ADR-0048 D6).
+            checks_pickup=is_named(self.settings, self.host),
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import azure.functions as func
 
+from api_funcs.telemetry import function_host_telemetry
 from shared.bootstrap import function_host
 
 
@@ -22,6 +23,8 @@ class Operation:
 # DESIGN §5. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+    # The platform's health check calls it with no key (docs/operations.md).
+    Operation("ready", "health/ready", ("GET",), func.AuthLevel.ANONYMOUS),
     Operation("accounts", "accounts", ("GET",)),
     # Two Functions on one route, told apart by method (each can be disabled on its own).
     Operation("pin_enrol", "pin", ("POST",)),
@@ -32,6 +35,14 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("deposit", "transactions/deposit", ("POST",)),
     Operation("withdrawal", "transactions/withdrawal", ("POST",)),
     Operation("allowance", "transactions/allowance", ("GET",)),
+)
+
+# What is no operation but still needs a Function to be reached on Azure: the API page and the
+# document it reads, anonymous like any page. The app answers 404 for both unless
+# ApiDocs__Enabled turns the page on (api_funcs/docs_page.py).
+PAGES: tuple[Operation, ...] = (
+    Operation("docs", "docs/{*asset}", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("openapi", "openapi.json", ("GET",), func.AuthLevel.ANONYMOUS),
 )
 
 
@@ -45,8 +56,14 @@ def _asgi() -> func.AsgiMiddleware:
     from api_funcs.app import create_app
     from api_funcs.context import AppContext
 
-    services = function_host().services
-    context = AppContext(services.settings, services.clock, compose=services)
+    services = function_host(function_host_telemetry()).services
+    context = AppContext(
+        services.settings,
+        services.clock,
+        compose=services,
+        host="function",
+        telemetry=services.telemetry,
+    )
     return func.AsgiMiddleware(create_app(context))
 
 
@@ -61,5 +78,5 @@ def _register(bp: func.Blueprint, op: Operation) -> None:
 
 
 bp = func.Blueprint()
-for _op in OPERATIONS:
+for _op in (*OPERATIONS, *PAGES):
     _register(bp, _op)

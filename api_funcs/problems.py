@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.telemetry_recorder import record_refusal
 from shared.db.faults import is_unavailable
 from shared.errors import DomainError, Fault
 
@@ -110,6 +111,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        record_refusal(request, exc)
         return problem_response(
             exc.status,
             exc.error_code,

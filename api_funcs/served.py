@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from api_funcs.access_log import AccessLog
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
+from api_funcs.telemetry import host_telemetry
 from shared.bootstrap import start_api_host
 from shared.clock import Clock
 from shared.notices.relay_loop import NoticeRelayService
@@ -21,7 +22,7 @@ from shared.settings import Settings
 def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
     """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
     this install lacks is SettingsError here, before anything is served (exit 78)."""
-    services, relay = start_api_host(settings, clock=clock)
+    services, relay = start_api_host(settings, clock=clock, telemetry=host_telemetry())
     app = create_app(AppContext.of(services))
     # Outermost of the app's middleware, so the line has the status the client got.
     app.add_middleware(AccessLog)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import azure.functions as func
 
+from api_funcs.telemetry import function_host_telemetry
 from shared.bootstrap import function_host
 
-host = function_host().relay
+host = function_host(function_host_telemetry()).relay
 
 bp = func.Blueprint()
 

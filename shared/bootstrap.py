@@ -11,7 +11,10 @@ or Azure type appears here: the edges translate, `shared` decides.
     hosted_relay(kind, settings)                   a hosted host's services and its HostedRelay
     start_api_host(settings)                       `serve`'s services and its relay loop
     start_function_host(settings)                  the Functions host: composed, its relay announced
-    function_host()                                that, once per process, from the environment
+    function_host(telemetry)                       that, once per process, from the environment
+
+The edge builds a host's telemetry (api_funcs.telemetry, the only place the OpenTelemetry SDK is
+configured) and hands it in; the backlog gauges are wired here, to the host's engine.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from shared.settings import (
     function_host_settings,
     require_host,
 )
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
     # The services' modules (and SQLAlchemy, the ORM schema, PyJWT under them) are imported
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from shared.money.transfers import TransferService
     from shared.notices.relay_loop import NoticeRelayService
     from shared.notices.sweep import NoticeSweep
+    from shared.readiness import Readiness
 
 log = logging.getLogger("azurebank.bootstrap")
 
@@ -64,7 +69,8 @@ LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 class Services:
     """Every service of one host, built once. `audit_chain` is None while Audit__ChainKey is
     unset (only hosts that never write audit rows may start so); `sweep` is the notice sweep of
-    the runner this host was built for, or None when it was built for none."""
+    the runner this host was built for, or None when it was built for none. `readiness` checks
+    the pickup target only where this host delivers notices (ADR-0048 D6)."""
 
     settings: Settings
     engine: Engine
@@ -79,6 +85,8 @@ class Services:
     idempotency: IdempotencyKeys
     audit_chain: AuditChain | None
     sweep: NoticeSweep | None
+    readiness: Readiness
+    telemetry: Telemetry
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
@@ -97,6 +105,8 @@ def bootstrap(
     runner: str | None = None,
     transport: NoticeTransport | None = None,
     daily_limit_lock: DailyLimitLock | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
+    checks_pickup: bool | None = None,
 ) -> Services:
     """Build every service of a host. `settings` have passed `require_host` for that host.
     Longer than most functions because it is the one list of a host's services, one per line.
@@ -104,7 +114,9 @@ def bootstrap(
     `runner` is the name this host's notice runner stamps into LeasedBy (ADR-0048 D2, D5); its
     sweep is built under it, with the verb's two-minute lease for a `verb/…` name. `transport`
     and `daily_limit_lock` replace the ones the settings would give: the control tests and the
-    bench's baseline turn the lock off."""
+    bench's baseline turn the lock off. `telemetry` is the edge's; its backlog gauges read
+    `engine`. `checks_pickup` (default: whether a runner is named) puts the pickup target in
+    the readiness checks."""
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
@@ -116,12 +128,18 @@ def bootstrap(
     from shared.money.ports import AuditAppender
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
+    from shared.notices.status import owed_backlog_reader
+    from shared.readiness import Readiness, pickup_probe
 
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
     limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
     pins = PinVerifier(engine, clock, settings.Pin)
+    if checks_pickup is None:
+        checks_pickup = runner is not None
+    pickup = functools.cache(functools.partial(pickup_probe, settings))
+    telemetry.watch_backlog(owed_backlog_reader(engine, clock))
     return Services(
         settings=settings,
         engine=engine,
@@ -144,6 +162,8 @@ def bootstrap(
         idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
         audit_chain=chain,
         sweep=None if runner is None else _sweep(settings, engine, clock, runner, transport),
+        readiness=Readiness(lambda: engine, pickup=pickup if checks_pickup else None),
+        telemetry=telemetry,
     )
 
 
@@ -187,6 +207,8 @@ def open_services(
     local_default: bool = True,
     runner: str | None = None,
     transport: NoticeTransport | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
+    checks_pickup: bool | None = None,
 ) -> Services:
     """`bootstrap` on the process's cached engine for the host's database URL. The engine is
     built, not connected: a driver this install lacks is SettingsError now (exit 78)."""
@@ -194,7 +216,15 @@ def open_services(
 
     url = database_url_override or database_url(settings, local_default=local_default)
     engine = get_engine(url)
-    return bootstrap(settings, engine, clock or SystemClock(), runner=runner, transport=transport)
+    return bootstrap(
+        settings,
+        engine,
+        clock or SystemClock(),
+        runner=runner,
+        transport=transport,
+        telemetry=telemetry,
+        checks_pickup=checks_pickup,
+    )
 
 
 class LazyServices:
@@ -209,10 +239,12 @@ class LazyServices:
         database_url: str,
         runner: str | None = None,
         transport: NoticeTransport | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.runner = runner
+        self.telemetry = telemetry
         self._url = database_url
         self._transport = transport
         self._built: Services | None = None
@@ -229,6 +261,7 @@ class LazyServices:
                     self.clock,
                     runner=self.runner,
                     transport=self._transport,
+                    telemetry=self.telemetry,
                 )
             return self._built
 
@@ -246,6 +279,7 @@ def hosted_relay(
     *,
     clock: Clock | None = None,
     database_url_override: str | None = None,
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> tuple[LazyServices, HostedRelay]:
     """A hosted host's services and its relay, from settings checked here, once, at its start
     (ADR-0048 D6, ADR-0051 D3): a partial set is SettingsError naming the key and the fix.
@@ -261,6 +295,7 @@ def hosted_relay(
         database_url=database_url_override or database_url(settings, local_default=kind == "api"),
         runner=make_runner_name(kind) if named else None,
         transport=transport,
+        telemetry=telemetry,
     )
     relay = HostedRelay(
         kind,
@@ -268,6 +303,7 @@ def hosted_relay(
         runner=services.runner,
         target=None if transport is None else transport.describe(),
         sweep=services.sweep if named else None,
+        telemetry=telemetry,
     )
     return services, relay
 
@@ -281,26 +317,36 @@ class FunctionHost:
 
 
 def start_api_host(
-    settings: Settings, *, clock: Clock | None = None
+    settings: Settings, *, clock: Clock | None = None, telemetry: Telemetry = NO_TELEMETRY
 ) -> tuple[Services, NoticeRelayService]:
     """The API host `serve` runs: its services, built now (a driver this install lacks is
     SettingsError here, exit 78, not a 500 a request), and its relay loop, always registered
     (ADR-0048 D1) so every API host reads the flag and says what it does."""
     from shared.notices.relay_loop import NoticeRelayService
 
-    services, relay = hosted_relay("api", settings, clock=clock)
+    services, relay = hosted_relay("api", settings, clock=clock, telemetry=telemetry)
     return services(), NoticeRelayService(relay)
 
 
-def start_function_host(settings: Settings, *, clock: Clock | None = None) -> FunctionHost:
+def start_function_host(
+    settings: Settings, *, clock: Clock | None = None, telemetry: Telemetry = NO_TELEMETRY
+) -> FunctionHost:
     """Compose the Functions host and announce its relay (DESIGN §6), or its stepping aside."""
-    services, relay = hosted_relay("function", settings, clock=clock)
+    services, relay = hosted_relay("function", settings, clock=clock, telemetry=telemetry)
     relay.announce(f"schedule {settings.Notices.Schedule}")
     return FunctionHost(services, relay)
 
 
-@functools.cache
-def function_host() -> FunctionHost:
+_function_host: FunctionHost | None = None
+_function_host_lock = threading.Lock()
+
+
+def function_host(telemetry: Telemetry = NO_TELEMETRY) -> FunctionHost:
     """The Functions host, started once per process (relay_func's import) from the settings
-    read and checked there; the HTTP Functions reuse it on their first request."""
-    return start_function_host(function_host_settings())
+    read and checked there; the HTTP Functions reuse it on their first request. The first
+    call's telemetry is the host's: both pass the edge's one (function_host_telemetry)."""
+    global _function_host
+    with _function_host_lock:
+        if _function_host is None:
+            _function_host = start_function_host(function_host_settings(), telemetry=telemetry)
+        return _function_host

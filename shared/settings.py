@@ -126,6 +126,18 @@ class TransfersSettings(_Section):
     AuthorizationSeconds: int = Field(300, ge=30, le=3600)
 
 
+class ApiDocsSettings(_Section):
+    """Beyond the ADRs: the API page (`GET /api/docs`). Unset: on under `serve`, off under the
+    Functions host."""
+
+    Enabled: bool | None = None
+
+    @field_validator("Enabled", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+
 _SECTIONS: dict[str, type[_Section]] = {
     "Database": DatabaseSettings,
     "Notices": NoticesSettings,
@@ -135,6 +147,7 @@ _SECTIONS: dict[str, type[_Section]] = {
     "Audit": AuditSettings,
     "Pin": PinSettings,
     "Transfers": TransfersSettings,
+    "ApiDocs": ApiDocsSettings,
 }
 
 # The fix an operator reads beside each key; ranges are spelled out so nobody needs the source.
@@ -162,6 +175,8 @@ _FIXES: dict[str, str] = {
     "Pin__LockoutMinutes": "set Pin__LockoutMinutes to a whole number from 1 to 1440",
     "Transfers__AuthorizationSeconds": "set Transfers__AuthorizationSeconds to a whole number "
     "from 30 to 3600",
+    "ApiDocs__Enabled": "set ApiDocs__Enabled to true or false, or leave it unset (on under "
+    "serve, off under the Functions host)",
     "Auth__SigningKey": "unset Auth__SigningKey where Auth__JwksUrl is set (HS256 is for local "
     "use only), or use a key of at least 32 characters",
 }
@@ -220,6 +235,7 @@ class Settings(BaseSettings):
     Audit: AuditSettings = AuditSettings()
     Pin: PinSettings = PinSettings()
     Transfers: TransfersSettings = TransfersSettings()
+    ApiDocs: ApiDocsSettings = ApiDocsSettings()
 
     @classmethod
     def settings_customise_sources(

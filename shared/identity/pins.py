@@ -47,7 +47,13 @@ from shared.db.uow import unit_of_work
 from shared.db.writes import rows_matched
 from shared.errors import DomainError, Unauthenticated
 from shared.identity.passwords import verify_secret
-from shared.identity.refusals import InvalidPin, PinLocked, PinNotEnrolled, PinRequired
+from shared.identity.refusals import (
+    InvalidPin,
+    PinLocked,
+    PinLockedOut,
+    PinNotEnrolled,
+    PinRequired,
+)
 from shared.settings import PinSettings
 
 # DESIGN §7: 4 to 6 ASCII digits (`[0-9]`, not `\d`, which matches other scripts' digits).
@@ -88,10 +94,11 @@ def verify_pin(
         session.commit()
     if isinstance(outcome, DomainError):
         raise outcome
+    pin_hash, locks = outcome
     # After the reservation, so a malformed guess spends an attempt like any wrong one; never
     # hashed, because HMAC's zero-padding makes "4821\0" verify as "4821".
-    if not is_valid_pin(pin) or not verifier(outcome, pin):
-        raise InvalidPin
+    if not is_valid_pin(pin) or not verifier(pin_hash, pin):
+        raise PinLockedOut if locks else InvalidPin
     with unit_of_work(engine) as session:
         session.execute(
             update(AspNetUser)
@@ -116,10 +123,11 @@ class PinVerifier:
 
 def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
-) -> str | DomainError:
-    """Count one attempt, atomically and only while below the limit; return the hash to check,
-    or the rung that applies when no attempt may be made. Does not commit. Kept whole: the one
-    conditional UPDATE and the state read after it are the reservation (module docstring)."""
+) -> tuple[str, bool] | DomainError:
+    """Count one attempt, atomically and only while below the limit; return the hash to check
+    and whether this attempt imposed the lockout (it reached the limit), or the rung that
+    applies when no attempt may be made. Does not commit. Kept whole: the one conditional
+    UPDATE and the state read after it are the reservation (module docstring)."""
     limit = pin_settings.MaxFailedAttempts
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     count = AspNetUser.PinAccessFailedCount
@@ -152,7 +160,8 @@ def _reserve_attempt(
         return Unauthenticated()
     pin_hash, _count, locked_until = state
     if reserved == 1 and pin_hash is not None:
-        return str(pin_hash)
+        # A reservation is made only while unlocked, so a lockout end now is this attempt's.
+        return str(pin_hash), locked_until is not None
     if pin_hash is None:
         return PinNotEnrolled()
     if locked_until is not None and locked_until > now:

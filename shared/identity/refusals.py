@@ -35,6 +35,11 @@ class InvalidPin(Unauthenticated):
     title = "The PIN is not correct."
 
 
+class PinLockedOut(InvalidPin):
+    """The wrong PIN that reached `Pin__MaxFailedAttempts`: the same answer as any wrong PIN (the
+    caller learns nothing new), and the lockout starts now; an operator counts these."""
+
+
 class InvalidPassword(Unauthenticated):
     error_code = "INVALID_PASSWORD"
     title = "The password is not correct."

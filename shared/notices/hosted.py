@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from shared.settings import NoticeRunner, Settings
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
     # A host imports this at its start; the sweep (and the ORM under it) on its first tick.
@@ -55,6 +56,7 @@ class HostedRelay:
         runner: str | None = None,
         target: str | None = None,
         sweep: Callable[[], Sweep] | None = None,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         if (runner is None) != (sweep is None):
             raise ValueError("a hosted runner has both a name and a sweep, or neither")
@@ -63,6 +65,7 @@ class HostedRelay:
         self.runner = runner  # the name it stamps into LeasedBy
         self.target = target
         self._sweep = sweep
+        self.telemetry = telemetry
 
     @property
     def delivers(self) -> bool:
@@ -89,9 +92,10 @@ class HostedRelay:
 
     def tick(self, *, past_due: bool = False) -> NoticeSweepSummary | None:
         """One sweep when this host is named, none otherwise; never raises (the sweep's
-        catch-all logs a sweep that failed as a whole at Error, by exception type only)."""
+        catch-all logs a sweep that failed as a whole at Error, by exception type only), traced
+        and counted by the host's telemetry by runner kind."""
         if self._sweep is None:
             return None
         if past_due:
             log.warning("Notice relay: this tick is late (past due); sweeping now")
-        return self._sweep().run()
+        return self.telemetry.sweep(self.kind, self._sweep().run)

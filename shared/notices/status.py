@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, or_, select
+from sqlalchemy import ColumnElement, Engine, Select, Table, bindparam, case, func, or_, select
 from sqlalchemy.orm import Session
 
+from shared.clock import Clock
 from shared.db.schema import SubscriberNotice
+from shared.db.uow import unit_of_work
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _OWED = _NOTICES.c.DeliveredAt.is_(None)
@@ -48,6 +51,34 @@ class OwedStatus:
     @property
     def oldest_owed_age(self) -> timedelta | None:
         return None if self.oldest_owed_at is None else self.now - self.oldest_owed_at
+
+
+@dataclass(frozen=True)
+class OwedBacklog:
+    """How many notices are owed and since when: what an operator alerts on (the answer to
+    ADR-0048's "seen by nobody")."""
+
+    owed: int
+    oldest_owed_age: timedelta  # zero when nothing is owed
+
+
+def read_owed_backlog(session: Session, now: datetime) -> OwedBacklog:
+    """One statement over the owed rows (the partial index by CreatedAt serves it)."""
+    owed, oldest = session.execute(
+        select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
+    ).one()
+    age = timedelta(0) if oldest is None else max(timedelta(0), now - oldest)
+    return OwedBacklog(owed=int(owed), oldest_owed_age=age)
+
+
+def owed_backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
+    """The telemetry gauges' read: one statement on the host's engine per collection."""
+
+    def read() -> OwedBacklog:
+        with unit_of_work(engine) as session:
+            return read_owed_backlog(session, clock.now())
+
+    return read
 
 
 def lease_holders(

@@ -236,6 +236,11 @@ class BlobContainerTransport:
             raise
         return f"blob:{self._container}/{name}"
 
+    def probe(self) -> None:
+        """Readiness (shared/readiness.py): the container answers and exists; raises otherwise."""
+        if not self._container_client().exists():
+            raise LookupError("the pickup container does not exist")
+
     def _container_client(self) -> ContainerClient:
         with self._lock:
             if self._client is None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from api_funcs.functions import OPERATIONS
+from api_funcs.functions import OPERATIONS, PAGES
 from tests.support import CHAIN_KEY, closed_port, run_python
 
 
@@ -74,12 +74,14 @@ def test_every_operation_is_one_named_http_function_with_its_route_methods_and_a
         for name, fn in indexed["functions"].items()
         if (trigger := _http_trigger(fn)) is not None
     }
-    assert set(http) == {op.name for op in OPERATIONS}
-    for op in OPERATIONS:
+    assert set(http) == {op.name for op in (*OPERATIONS, *PAGES)}
+    for op in (*OPERATIONS, *PAGES):
         trigger = http[op.name]
         assert trigger["route"] == op.route
         assert sorted(trigger["methods"]) == sorted(op.methods)
         assert trigger["authLevel"] == op.auth_level.name
-        # DESIGN §5: every /api operation but health carries authLevel function on Azure.
-        expected = "ANONYMOUS" if op.name == "health" else "FUNCTION"
+        # DESIGN §5: every /api operation but health and ready carries authLevel function; the
+        # API page and its document are pages, anonymous (the app answers 404 while it is off).
+        anonymous = {"health", "ready", *(page.name for page in PAGES)}
+        expected = "ANONYMOUS" if op.name in anonymous else "FUNCTION"
         assert trigger["authLevel"] == expected, op.name

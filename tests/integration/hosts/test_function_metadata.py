@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from api_funcs.functions import OPERATIONS
+from api_funcs.functions import OPERATIONS, PAGES
 from tests.support import CHAIN_KEY, run_python
 
 _INDEX = textwrap.dedent(
@@ -64,8 +64,8 @@ def test_every_http_function_is_indexed_with_its_route_and_methods(
         for b in f["json"]["bindings"]:
             if b["type"] == "httpTrigger":
                 http[f["name"]] = b
-    assert set(http) == {op.name for op in OPERATIONS}
-    for op in OPERATIONS:
+    assert set(http) == {op.name for op in (*OPERATIONS, *PAGES)}
+    for op in (*OPERATIONS, *PAGES):
         assert http[op.name]["route"] == op.route
         assert http[op.name]["methods"] == list(op.methods)
 
@@ -75,7 +75,7 @@ def test_function_names_are_unique_and_the_timer_is_the_only_other_function(
 ) -> None:
     names = [f["name"] for f in indexed]
     assert len(names) == len(set(names))
-    assert set(names) == {op.name for op in OPERATIONS} | {"notice_relay"}
+    assert set(names) == {op.name for op in (*OPERATIONS, *PAGES)} | {"notice_relay"}
 
 
 _START_NAMED = textwrap.dedent(

@@ -118,15 +118,21 @@ def test_health_still_answers_200_while_the_database_is_down(outage_client: Test
 
 
 def test_the_document_declares_503_database_unavailable_on_every_operation_but_health() -> None:
+    """Health touches no database; readiness declares its own 503 (the failing check named)."""
     app = create_app(AppContext(load_settings(host_environ("sqlite:///never-opened.db"))))
     operations = {
         op["operationId"]: op for path in app.openapi()["paths"].values() for op in path.values()
     }
-    assert len(operations) == 10
+    assert len(operations) == 11
     for name, op in operations.items():
         declared = op["responses"].get("503", {})
         if name == "health":
             assert declared == {}
+            continue
+        if name == "ready":
+            # Readiness answers an unreachable database itself: 503 naming `database` failing.
+            schema = declared["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ReadinessAnswer"}
             continue
         assert "DATABASE_UNAVAILABLE" in declared["x-error-codes"], name
         assert "Retry-After" in declared["headers"], name

@@ -1,0 +1,87 @@
+"""The one place a host builds its telemetry (`host_telemetry`): shared's `Telemetry` port, and
+what the edge hands to shared.bootstrap.
+
+With APPLICATIONINSIGHTS_CONNECTION_STRING set, the Azure Monitor OpenTelemetry distro exports
+traces and metrics through api_funcs.telemetry_recorder; without it the host gets NO_TELEMETRY
+and neither the SDK, the distro nor the recorder is imported: a cold start pays nothing for it
+(DESIGN §2), so this module imports nothing but the port.
+
+What is exported, and nothing more (docs/operations.md, "Alerting"):
+  traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
+  metrics  azurebank.notices.delivered / .refused / .failed (per sweep, by runner kind),
+           azurebank.notices.sweeps (by result), azurebank.notices.owed and
+           azurebank.notices.oldest_owed_age (observable gauges read from the database, wired
+           by shared.bootstrap), azurebank.daily_limit.refusals, azurebank.money.lock_timeouts,
+           azurebank.money.concurrency_conflicts, azurebank.pin.lockouts (by operation)
+Attributes are route templates, methods, status codes, operation names and runner kinds: never a
+raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D4).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from shared.telemetry import NO_TELEMETRY, Telemetry
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+CONNECTION_STRING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+
+
+def _configure_azure_monitor() -> tuple[TracerProvider, MeterProvider]:
+    # Imported here and only here: a host without the connection string never loads the distro.
+    from azure.monitor.opentelemetry import configure_azure_monitor
+    from opentelemetry import metrics, trace
+
+    configure_azure_monitor(
+        # The Functions host already sends this process's log lines to Application Insights.
+        disable_logging=True,
+        # Every library instrumentation off: the spans are RequestSpans' and the sweep's, whose
+        # attributes are chosen; an outgoing call's URL (a SAS, a JWKS query) is not.
+        instrumentation_options={
+            name: {"enabled": False}
+            for name in (
+                "azure_sdk",
+                "django",
+                "fastapi",
+                "flask",
+                "httpx",
+                "httpx2",
+                "psycopg2",
+                "requests",
+                "urllib",
+                "urllib3",
+            )
+        },
+    )
+    return trace.get_tracer_provider(), metrics.get_meter_provider()
+
+
+Configure = Callable[[], "tuple[TracerProvider, MeterProvider]"]
+
+
+def host_telemetry(
+    *,
+    environ: Mapping[str, str] = os.environ,
+    configure: Configure = _configure_azure_monitor,
+) -> Telemetry:
+    """NO_TELEMETRY without the connection string; with it, the distro configured once and a
+    recorder, whose backlog gauges shared.bootstrap wires to the host's engine."""
+    if not environ.get(CONNECTION_STRING, "").strip():
+        return NO_TELEMETRY
+    from api_funcs.telemetry_recorder import OpenTelemetryRecorder
+
+    tracer_provider, meter_provider = configure()
+    return OpenTelemetryRecorder(tracer_provider, meter_provider)
+
+
+@functools.cache
+def function_host_telemetry() -> Telemetry:
+    """The Functions host's telemetry, built once per process and shared by the timer Function
+    (relay_func) and the HTTP Functions."""
+    return host_telemetry()

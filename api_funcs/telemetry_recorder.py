@@ -1,0 +1,222 @@
+"""shared's `Telemetry` port implemented on the OpenTelemetry API: the recorder a host gets from
+api_funcs.telemetry.host_telemetry when APPLICATIONINSIGHTS_CONNECTION_STRING is set, the
+request spans, and the refusal counts. Imported with the first request or the configured
+recorder, never at a cold start (DESIGN §2). Only the OpenTelemetry API is imported here.
+
+What is exported, and nothing more (docs/operations.md, "Alerting"):
+  traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
+  metrics  azurebank.notices.delivered / .refused / .failed (per sweep, by runner kind),
+           azurebank.notices.sweeps (by result), azurebank.notices.owed and
+           azurebank.notices.oldest_owed_age (observable gauges read from the database),
+           azurebank.daily_limit.refusals, azurebank.money.lock_timeouts,
+           azurebank.money.concurrency_conflicts, azurebank.pin.lockouts (by operation)
+Attributes are route templates, methods, status codes, operation names and runner kinds: never a
+raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D4).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api_funcs.http_middleware import HttpMiddleware, WatchedSend
+from shared.errors import DomainError
+from shared.identity.refusals import PinLockedOut
+from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded, LockTimeout
+from shared.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    # Types only: the first request imports this module, and the sweep (with the renderer
+    # under it) only where a host delivers (DESIGN §2).
+    from shared.notices.status import OwedBacklog
+    from shared.notices.sweep import NoticeSweepSummary
+
+SCOPE = "azurebank"
+log = logging.getLogger("azurebank.telemetry")
+
+# The refusals and faults an operator alerts on, by the domain type that answers them.
+_REFUSAL_METRICS: tuple[tuple[type[DomainError], str, str], ...] = (
+    (
+        DailyLimitExceeded,
+        "azurebank.daily_limit.refusals",
+        "Mints and transfers refused for the UTC day's limit (ADR-0050 D7)",
+    ),
+    (
+        LockTimeout,
+        "azurebank.money.lock_timeouts",
+        "Money operations that waited out DailyLimit__LockTimeoutSeconds (ADR-0050 D5)",
+    ),
+    (
+        ConcurrencyConflict,
+        "azurebank.money.concurrency_conflicts",
+        "Money operations that lost every retry on an account's concurrency token",
+    ),
+    (
+        PinLockedOut,
+        "azurebank.pin.lockouts",
+        "Wrong PINs that reached Pin__MaxFailedAttempts and locked the PIN",
+    ),
+)
+
+Backlog = Callable[[], "OwedBacklog"]
+
+
+class OpenTelemetryRecorder:
+    """`Telemetry` on the OpenTelemetry API, over the providers it is given (the distro's
+    globals on Azure; the SDK's in-memory ones in tests)."""
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider,
+        meter_provider: MeterProvider,
+        *,
+        backlog: Backlog | None = None,
+    ) -> None:
+        self.tracer = tracer_provider.get_tracer(SCOPE)
+        meter = meter_provider.get_meter(SCOPE)
+        self._delivered = meter.create_counter(
+            "azurebank.notices.delivered", unit="{notice}", description="Notices delivered"
+        )
+        self._refused = meter.create_counter(
+            "azurebank.notices.refused",
+            unit="{notice}",
+            description="Notices refused: the file or blob already existed (ADR-0048 D3)",
+        )
+        self._failed = meter.create_counter(
+            "azurebank.notices.failed",
+            unit="{notice}",
+            description="Notices not delivered: unusable address, unrenderable kind, transport",
+        )
+        self._sweeps = meter.create_counter(
+            "azurebank.notices.sweeps", unit="{sweep}", description="Sweeps, by result"
+        )
+        self._refusals = {
+            kind: meter.create_counter(name, unit="{request}", description=text)
+            for kind, name, text in _REFUSAL_METRICS
+        }
+        self._meter = meter
+        self._gauges: _BacklogGauges | None = None
+        if backlog is not None:
+            self.watch_backlog(backlog)
+
+    def watch_backlog(self, read: Backlog) -> None:
+        # The two gauges are registered once; a later composition's read replaces the first.
+        if self._gauges is not None:
+            self._gauges.backlog = read
+            return
+        reading = self._gauges = _BacklogGauges(read)
+        self._meter.create_observable_gauge(
+            "azurebank.notices.owed",
+            callbacks=[reading.owed],
+            unit="{notice}",
+            description="Notices owed (not yet delivered)",
+        )
+        self._meter.create_observable_gauge(
+            "azurebank.notices.oldest_owed_age",
+            callbacks=[reading.oldest_age],
+            unit="s",
+            description="Age of the oldest owed notice; alert when it exceeds a few periods",
+        )
+
+    def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
+        attributes = {"azurebank.runner.kind": runner_kind}
+        with self.tracer.start_as_current_span(
+            "notice sweep", kind=SpanKind.INTERNAL, attributes=attributes
+        ) as span:
+            summary = run()
+            span.set_attributes(
+                {
+                    "azurebank.notices.held": summary.held,
+                    "azurebank.notices.delivered": summary.delivered,
+                    "azurebank.notices.refused": summary.refused,
+                    "azurebank.notices.failed": summary.failed,
+                    "azurebank.notices.lease_lapsed": summary.lease_lapsed,
+                }
+            )
+            if summary.failed_whole is not None:
+                # The exception's type only (ADR-0048 D4: its message can echo a path).
+                span.set_status(Status(StatusCode.ERROR, summary.failed_whole))
+        self._delivered.add(summary.delivered, attributes)
+        self._refused.add(summary.refused, attributes)
+        self._failed.add(summary.failed, attributes)
+        result = "failed" if summary.failed_whole is not None else "ok"
+        self._sweeps.add(1, {**attributes, "azurebank.sweep.result": result})
+        return summary
+
+    def refused(self, operation: str, error: DomainError) -> None:
+        for kind, counter in self._refusals.items():
+            if isinstance(error, kind):
+                counter.add(1, {"azurebank.operation": operation})
+
+
+class _BacklogGauges:
+    """The two gauges' callbacks: a read each (one statement, once per export interval), and no
+    observation when the read fails: a gauge is no reason to fail an export."""
+
+    def __init__(self, backlog: Backlog) -> None:
+        self.backlog = backlog
+
+    def _read(self) -> OwedBacklog | None:
+        try:
+            return self.backlog()
+        except Exception as exc:
+            log.warning("Telemetry: the owed backlog was not read (%s)", type(exc).__name__)
+            return None
+
+    def owed(self, _options: CallbackOptions) -> Iterable[Observation]:
+        backlog = self._read()
+        return [] if backlog is None else [Observation(backlog.owed)]
+
+    def oldest_age(self, _options: CallbackOptions) -> Iterable[Observation]:
+        backlog = self._read()
+        return [] if backlog is None else [Observation(backlog.oldest_owed_age.total_seconds())]
+
+
+class RequestSpans(HttpMiddleware):
+    """One SERVER span per HTTP request, named by its route template once routing is done, so
+    no raw path or query string (which could carry anything a caller typed) is exported."""
+
+    def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
+        super().__init__(app)
+        self.tracer = tracer
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = str(scope.get("method", "GET"))
+        sent = WatchedSend(send)
+        with self.tracer.start_as_current_span(
+            method, kind=SpanKind.SERVER, attributes={"http.request.method": method}
+        ) as span:
+            try:
+                await self.app(scope, receive, sent)
+            finally:
+                route = scope.get("route")
+                template = getattr(route, "path", None)
+                if route is not None and template is not None:
+                    span.update_name(f"{method} {template}")
+                    span.set_attributes(
+                        {"http.route": template, "azurebank.operation": str(route.name)}
+                    )
+                # No response started: an exception escaped, which the catch-all answers 500.
+                code = 500 if sent.status is None else sent.status
+                span.set_attribute("http.response.status_code", code)
+                if code >= 500:
+                    span.set_status(Status(StatusCode.ERROR))
+
+
+def install_request_spans(app: Any, telemetry: Telemetry) -> None:
+    """Trace every request when this host exports telemetry; nothing otherwise."""
+    if isinstance(telemetry, OpenTelemetryRecorder):
+        app.add_middleware(RequestSpans, tracer=telemetry.tracer)
+
+
+def record_refusal(request: Any, error: DomainError) -> None:
+    """Count a refusal an operator alerts on, by the operation (route name) that answered it."""
+    route = request.scope.get("route")
+    telemetry: Telemetry = request.app.state.ctx.telemetry
+    telemetry.refused(str(getattr(route, "name", "unrouted")), error)
