@@ -4,6 +4,7 @@ them, or handed in already built by the host that started the app."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -19,6 +20,10 @@ class AppContext:
     # A test's database; otherwise Database__Url. The Functions host has no local default and
     # never falls back to a file (DESIGN §4); `serve` hands its services in (`of`).
     database_url: str | None = None
+    # The host's own composition, called on the first request that reads a service: the
+    # Functions host composes lazily (shared.bootstrap.LazyServices), so a request that reads
+    # none (health) builds no engine and imports no driver.
+    compose: Callable[[], Services] | None = None
 
     @classmethod
     def of(cls, services: Services) -> AppContext:
@@ -29,6 +34,8 @@ class AppContext:
 
     @cached_property
     def services(self) -> Services:
+        if self.compose is not None:
+            return self.compose()
         return open_services(
             self.settings,
             clock=self.clock,

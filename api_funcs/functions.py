@@ -7,10 +7,7 @@ import functools
 from dataclasses import dataclass
 
 import azure.functions as func
-from fastapi import FastAPI
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from shared.bootstrap import function_host
 
 
@@ -40,11 +37,17 @@ OPERATIONS: tuple[Operation, ...] = (
 
 @functools.cache
 def _asgi() -> func.AsgiMiddleware:
-    # Built on the first request, never at import: importing function_app.py opens nothing.
-    # The services are the host's one set (shared.bootstrap), from the settings it checked at
-    # start (relay_func's import), shared with the timer Function.
-    app: FastAPI = create_app(AppContext.of(function_host().services()))
-    return func.AsgiMiddleware(app)
+    # Built on the first request, never at import: importing function_app.py opens nothing,
+    # and a cold instance indexes its Functions without importing FastAPI, the routes or the
+    # ORM (bench/cold_start.py); the first request imports them once. The services are the
+    # host's one set (shared.bootstrap), from the settings it checked at start (relay_func's
+    # import), shared with the timer Function, and composed when a request first reads one.
+    from api_funcs.app import create_app
+    from api_funcs.context import AppContext
+
+    services = function_host().services
+    context = AppContext(services.settings, services.clock, compose=services)
+    return func.AsgiMiddleware(create_app(context))
 
 
 def _register(bp: func.Blueprint, op: Operation) -> None:

@@ -17,12 +17,14 @@ it. Figures go in bench/README.md; speed is never asserted in tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, create_engine, insert, select, text, update
@@ -49,6 +51,17 @@ def _admin(statement: str) -> None:
             connection.execute(text(statement))
     finally:
         admin.dispose()
+
+
+@contextlib.contextmanager
+def bench_database() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database (`azurebank_bench_<hex>`), dropped after."""
+    name = f"azurebank_bench_{uuid.uuid4().hex[:12]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _owe(engine: Engine, count: int) -> list[uuid.UUID]:
@@ -181,26 +194,23 @@ def main() -> None:
     null = open(os.devnull, "w")  # noqa: SIM115 (closed at the end)
     logging.basicConfig(level=logging.INFO, handlers=[logging.StreamHandler(null)], force=True)
 
-    name = f"azurebank_bench_{uuid.uuid4().hex[:12]}"
-    _admin(f'CREATE DATABASE "{name}"')
-    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     directories: list[str] = []
-    engine = None
+
+    def directory() -> str:
+        directories.append(tempfile.mkdtemp(prefix="azurebank-bench-pickup-"))
+        return directories[-1]
+
     try:
-        migrate.upgrade(url)
-        engine = build_engine(url)
-
-        def directory() -> str:
-            directories.append(tempfile.mkdtemp(prefix="azurebank-bench-pickup-"))
-            return directories[-1]
-
-        floor = _floor(engine, _owe(engine, args.rows), directory())
-        batch100 = _relay(engine, len(_owe(engine, args.rows)), directory(), batch=100)
-        batch1 = _relay(engine, len(_owe(engine, args.batch1_rows)), directory(), batch=1)
+        with bench_database() as url:
+            migrate.upgrade(url)
+            engine = build_engine(url)
+            try:
+                floor = _floor(engine, _owe(engine, args.rows), directory())
+                batch100 = _relay(engine, len(_owe(engine, args.rows)), directory(), batch=100)
+                batch1 = _relay(engine, len(_owe(engine, args.batch1_rows)), directory(), batch=1)
+            finally:
+                engine.dispose()
     finally:
-        if engine is not None:
-            engine.dispose()
-        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         for d in directories:
             shutil.rmtree(d, ignore_errors=True)
         null.close()

@@ -20,27 +20,11 @@ import functools
 import logging
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
-
-from shared.audit.chain import AuditChain, UnkeyedAuditChain
 from shared.clock import Clock, SystemClock
-from shared.db.engine import get_engine
-from shared.identity.pin_service import PinChanges
-from shared.identity.pins import PinVerifier
-from shared.identity.tokens import TokenVerifier
-from shared.money.applock_sql import DailyLimitLock
-from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import IdempotencyKeys
-from shared.money.mint import TransferMint
-from shared.money.ports import AuditAppender
-from shared.money.rails import AccountRails
-from shared.money.transfers import TransferService
-from shared.notices.claim import VERB_LEASE_SECONDS
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
-from shared.notices.relay_loop import NoticeRelayService
 from shared.notices.runner_name import make_runner_name, runner_kind
-from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport, transport_from_settings
 from shared.settings import (
     Settings,
@@ -49,6 +33,26 @@ from shared.settings import (
     function_host_settings,
     require_host,
 )
+
+if TYPE_CHECKING:
+    # The services' modules (and SQLAlchemy, the ORM schema, PyJWT under them) are imported
+    # where a host is composed, not here: the Functions host imports this module at its start
+    # (function_app.py) and composes on its first request or tick, so a cold instance indexes
+    # its Functions without them (DESIGN §2; bench/cold_start.py).
+    from sqlalchemy import Engine
+
+    from shared.audit.chain import AuditChain
+    from shared.identity.pin_service import PinChanges
+    from shared.identity.pins import PinVerifier
+    from shared.identity.tokens import TokenVerifier
+    from shared.money.applock_sql import DailyLimitLock
+    from shared.money.daily_limit import DailyOutflowLimit
+    from shared.money.idempotency import IdempotencyKeys
+    from shared.money.mint import TransferMint
+    from shared.money.rails import AccountRails
+    from shared.money.transfers import TransferService
+    from shared.notices.relay_loop import NoticeRelayService
+    from shared.notices.sweep import NoticeSweep
 
 log = logging.getLogger("azurebank.bootstrap")
 
@@ -79,6 +83,8 @@ class Services:
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
         if self.audit_chain is None:
+            from shared.audit.chain import AuditChain
+
             return AuditChain.from_settings(self.settings)  # raises, naming the key and the fix
         return self.audit_chain
 
@@ -99,6 +105,18 @@ def bootstrap(
     sweep is built under it, with the verb's two-minute lease for a `verb/…` name. `transport`
     and `daily_limit_lock` replace the ones the settings would give: the control tests and the
     bench's baseline turn the lock off."""
+    from shared.audit.chain import AuditChain, UnkeyedAuditChain
+    from shared.identity.pin_service import PinChanges
+    from shared.identity.pins import PinVerifier
+    from shared.identity.tokens import TokenVerifier
+    from shared.money.applock_sql import DailyLimitLock
+    from shared.money.daily_limit import DailyOutflowLimit
+    from shared.money.idempotency import IdempotencyKeys
+    from shared.money.mint import TransferMint
+    from shared.money.ports import AuditAppender
+    from shared.money.rails import AccountRails
+    from shared.money.transfers import TransferService
+
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
@@ -136,6 +154,9 @@ def _sweep(
     runner: str,
     transport: NoticeTransport | None,
 ) -> NoticeSweep:
+    from shared.notices.claim import VERB_LEASE_SECONDS
+    from shared.notices.sweep import NoticeSweep
+
     verb = runner_kind(runner) == "verb"
     lease = VERB_LEASE_SECONDS if verb else settings.Notices.LeaseSeconds
     return NoticeSweep.from_settings(
@@ -169,6 +190,8 @@ def open_services(
 ) -> Services:
     """`bootstrap` on the process's cached engine for the host's database URL. The engine is
     built, not connected: a driver this install lacks is SettingsError now (exit 78)."""
+    from shared.db.engine import get_engine
+
     url = database_url_override or database_url(settings, local_default=local_default)
     engine = get_engine(url)
     return bootstrap(settings, engine, clock or SystemClock(), runner=runner, transport=transport)
@@ -198,6 +221,8 @@ class LazyServices:
     def __call__(self) -> Services:
         with self._lock:
             if self._built is None:
+                from shared.db.engine import get_engine
+
                 self._built = bootstrap(
                     self.settings,
                     get_engine(self._url),
@@ -261,6 +286,8 @@ def start_api_host(
     """The API host `serve` runs: its services, built now (a driver this install lacks is
     SettingsError here, exit 78, not a 500 a request), and its relay loop, always registered
     (ADR-0048 D1) so every API host reads the flag and says what it does."""
+    from shared.notices.relay_loop import NoticeRelayService
+
     services, relay = hosted_relay("api", settings, clock=clock)
     return services(), NoticeRelayService(relay)
 

@@ -23,7 +23,6 @@ from shared.notices.runner_name import make_runner_name
 from shared.settings import Settings, require_host
 from tests.support import make_user
 
-CONTACT = "AzureBank support, +1 555 0100"
 _NOTICES = SubscriberNotice.__table__
 
 

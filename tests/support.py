@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -33,6 +34,8 @@ CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
 # PBKDF2 at the production 100,000 iterations costs ~0.1 s a hash; tests that make many users
 # use one iteration. Verification reads the count from the hash, so both verify the same way.
 FAST_HASH = 1
+# The Notices__Contact every test host uses (ADR-0048 D6: mandatory content of a notice).
+CONTACT = "AzureBank support, +1 555 0100"
 
 
 def host_environ(db_url: str, **overrides: str) -> dict[str, str]:
@@ -105,6 +108,13 @@ def served_routes() -> list[tuple[str, str]]:
 
 def unique_key() -> str:
     return uuid.uuid4().hex + os.urandom(2).hex()
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released): an unreachable database."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def run_python(

@@ -4,14 +4,19 @@ Production tokens come from the identity provider and are verified against `Auth
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
-
-import jwt
+from typing import TYPE_CHECKING, Any
 
 from shared.clock import Clock
 from shared.identity.claims import numeric_date, user_id
-from shared.identity.jwks import JwksKeys
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    # PyJWT (and the cryptography it loads) is imported on the first token, not with the app:
+    # a request without one (health) never needs it; the JWKS machinery only under
+    # Auth__JwksUrl (bench/cold_start.py).
+    import jwt
+
+    from shared.identity.jwks import JwksKeys
 
 # Used when Auth__Issuer / Auth__Audience are unset; the verifier applies the same defaults.
 LOCAL_ISSUER = "azurebank-local"
@@ -29,6 +34,8 @@ def issue_token(settings: Settings, clock: Clock, user_id: str, *, minutes: int 
             "Auth__SigningKey: not set (or Auth__JwksUrl is set). Fix: set Auth__SigningKey to a "
             "random string of at least 32 characters for local use."
         )
+    import jwt
+
     now = clock.now()
     claims = {
         "sub": user_id,
@@ -61,7 +68,11 @@ class TokenVerifier:
         self._issuer = auth.Issuer or (None if auth.JwksUrl else LOCAL_ISSUER)
         self._audience = auth.Audience or (None if auth.JwksUrl else LOCAL_AUDIENCE)
         self._signing_key = None if auth.JwksUrl else auth.SigningKey
-        self._jwks = JwksKeys(auth.JwksUrl, clock) if auth.JwksUrl else None
+        self._jwks: JwksKeys | None = None
+        if auth.JwksUrl:
+            from shared.identity.jwks import JwksKeys
+
+            self._jwks = JwksKeys(auth.JwksUrl, clock)
 
     @property
     def configured(self) -> bool:
@@ -70,6 +81,8 @@ class TokenVerifier:
     def verify(self, token: str) -> str:
         if not self.configured or not token:
             raise InvalidToken
+        import jwt
+
         try:
             claims = self._decode(token)
         except jwt.PyJWTError:
@@ -83,6 +96,8 @@ class TokenVerifier:
 
     def _decode(self, token: str) -> dict[str, Any]:
         """The claims of a token whose signature, algorithm, issuer and audience hold."""
+        import jwt
+
         key: jwt.PyJWK | str
         algorithms: tuple[str, ...]
         if self._jwks is not None:

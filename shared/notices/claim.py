@@ -7,6 +7,9 @@ One sweep's database work, in order:
           evidence steps decide on (ADR-0052), in one statement per sweep;
   mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
 
+Renew, claim and held share the sweep's one unit of work; each mark is its own, after its file.
+Every statement is built once per runner, its instants and ids bound at execution.
+
 The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
 that keeps failing never holds more than one lease can deliver. A refused row resting out its lease
 (ADR-0048 D3: held, retried and refused every lease) is held and renewed but is not live work: it
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, Table, and_, select, update
+from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser, SubscriberNotice
@@ -84,20 +87,48 @@ class NoticeClaim:
         self.runner = runner
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
-        # Built once: the runner's name is fixed, and building it costs more than running it.
+        # Built once, the instants and ids as named parameters: the runner's name is fixed, and
+        # building a statement costs more than running it (bench/relay_phases.py).
         self._held = self._held_query()
+        self._renew = (
+            update(_NOTICES)
+            .where(self._held_by_this_runner())
+            .values(LeasedUntil=bindparam("lease_until", type_=_NOTICES.c.LeasedUntil.type))
+            .returning(_NOTICES.c.Id)
+        )
+        self._mark = (
+            update(_NOTICES)
+            .where(
+                _NOTICES.c.Id == bindparam("notice_id", type_=_NOTICES.c.Id.type),
+                _NOTICES.c.DeliveredAt.is_(None),
+            )
+            .values(
+                DeliveredAt=bindparam("delivered_at", type_=_NOTICES.c.DeliveredAt.type),
+                DeliveryReceipt=bindparam("receipt", type_=_NOTICES.c.DeliveryReceipt.type),
+                LeasedBy=None,
+                LeasedUntil=None,
+            )
+        )
+        self._claims: dict[tuple[str, int], Update] = {}  # by dialect and room
 
     def _held_by_this_runner(self) -> ColumnElement[bool]:
         # What "held" means for renew, held and release alike: owed, and leased under this name.
         return and_(_NOTICES.c.LeasedBy == self.runner, _NOTICES.c.DeliveredAt.is_(None))
 
     def take(
-        self, session: Session, now: datetime, *, resting: Collection[uuid.UUID] = ()
+        self,
+        session: Session,
+        now: datetime,
+        *,
+        resting: Collection[uuid.UUID] = (),
+        holds_none: bool = False,
     ) -> ClaimResult:
         """Renew what this runner holds, then claim up to `BatchSize − held` more, where held
-        leaves out the `resting` rows (refused, not to be attempted before their rest ends)."""
+        leaves out the `resting` rows (refused, not to be attempted before their rest ends).
+        `holds_none`: the caller knows this runner holds no owed row (its last sweep delivered
+        every row it held), so there is nothing to renew and the renewing UPDATE is not sent."""
         lease_until = now + self.lease
-        renewed = self.renew(session, lease_until)
+        renewed = frozenset[uuid.UUID]() if holds_none else self.renew(session, lease_until)
         still_resting = renewed.intersection(resting)
         room = self.batch_size - (len(renewed) - len(still_resting))
         claimed = (
@@ -107,28 +138,21 @@ class NoticeClaim:
 
     def renew(self, session: Session, lease_until: datetime) -> frozenset[uuid.UUID]:
         """Move every owed row this runner holds to the new lease end; the ids it holds."""
-        return frozenset(
-            session.scalars(
-                update(_NOTICES)
-                .where(self._held_by_this_runner())
-                .values(LeasedUntil=lease_until)
-                .returning(_NOTICES.c.Id)
-            )
-        )
+        return frozenset(session.scalars(self._renew, {"lease_until": lease_until}))
 
     def claim(
         self, session: Session, *, now: datetime, lease_until: datetime, limit: int
     ) -> list[uuid.UUID]:
         """Stamp up to `limit` of the oldest free-or-lapsed owed rows in one set-based UPDATE
         (the database serialises two claims); the ids it stamped."""
-        statement = claim_statement(
-            session.get_bind().dialect.name,
-            runner=self.runner,
-            now=now,
-            lease_until=lease_until,
-            limit=limit,
-        )
-        return list(session.scalars(statement))
+        dialect = session.get_bind().dialect.name
+        statement = self._claims.get((dialect, limit))
+        if statement is None:
+            statement = claim_statement(
+                dialect, runner=self.runner, now=now, lease_until=lease_until, limit=limit
+            )
+            self._claims[(dialect, limit)] = statement
+        return list(session.scalars(statement, {"now": now, "lease_until": lease_until}))
 
     def _held_query(self) -> Select[Any]:
         # ADR-0048 D2: re-read by name, never by the instant it wrote: a store that rounded the
@@ -175,13 +199,7 @@ class NoticeClaim:
         # so a runner whose lease lapsed mid-delivery cannot mark a row twice.
         marked = rows_matched(
             session,
-            update(_NOTICES)
-            .where(_NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_(None))
-            .values(
-                DeliveredAt=at,
-                DeliveryReceipt=receipt[:400],
-                LeasedBy=None,
-                LeasedUntil=None,
-            ),
+            self._mark,
+            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:400]},
         )
         return marked == 1

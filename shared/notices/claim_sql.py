@@ -14,6 +14,10 @@ the second finds nothing free among the first's rows. Per dialect:
 
 The outer UPDATE repeats the free-row predicate, so a row that stopped being free between the
 pick and the write is never stamped.
+
+The instants are named bind parameters (`now`, `lease_until`), so a runner builds the statement
+once per batch size and passes each sweep's instants when it executes it (NoticeClaim): building
+it costs more than running it.
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
     FromClause,
     Select,
     Table,
     Update,
     and_,
+    bindparam,
     or_,
     select,
     update,
@@ -45,27 +51,31 @@ MSSQL_CLAIM_HINT = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 def claim_statement(
     dialect_name: str, *, runner: str, now: datetime, lease_until: datetime, limit: int
 ) -> Update:
-    """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped."""
+    """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped. `now` and
+    `lease_until` are the values of its `now` and `lease_until` parameters; an execution may pass
+    others."""
     try:
         build = _BUILDERS[dialect_name]
     except KeyError:
         raise ValueError(f"no claim statement for dialect {dialect_name!r}") from None
+    instant = _NOTICES.c.LeasedUntil.type
+    now_param = bindparam("now", now, type_=instant)
     free = _NOTICES.alias("free")
     oldest_free = (
         select(free.c.Id)
-        .where(_is_free(free, now))
+        .where(_is_free(free, now_param))
         .order_by(free.c.CreatedAt, free.c.Id)
         .limit(limit)
     )
     return (
         update(_NOTICES)
-        .where(_NOTICES.c.Id.in_(build(oldest_free, free)), _is_free(_NOTICES, now))
-        .values(LeasedBy=runner, LeasedUntil=lease_until)
+        .where(_NOTICES.c.Id.in_(build(oldest_free, free)), _is_free(_NOTICES, now_param))
+        .values(LeasedBy=runner, LeasedUntil=bindparam("lease_until", lease_until, type_=instant))
         .returning(_NOTICES.c.Id)
     )
 
 
-def _is_free(table: FromClause, now: datetime) -> ColumnElement[bool]:
+def _is_free(table: FromClause, now: BindParameter[datetime]) -> ColumnElement[bool]:
     # Owed, and either never leased or leased under a lease that has lapsed.
     return and_(
         table.c.DeliveredAt.is_(None),

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from shared.notices.sweep import NoticeSweepSummary
 from shared.settings import NoticeRunner, Settings
+
+if TYPE_CHECKING:
+    # A host imports this at its start; the sweep (and the ORM under it) on its first tick.
+    from shared.notices.sweep import NoticeSweepSummary
 
 HostedKind = Literal["api", "function"]
 

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine
 
 from shared.clock import Clock
-from shared.db.uow import unit_of_work, writing_unit_of_work
+from shared.db.uow import writing_unit_of_work
 from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
@@ -116,6 +116,9 @@ class NoticeSweep:
         )
         # Refused rows resting, each until the end of the lease it was refused under (D3).
         self._resting: dict[uuid.UUID, datetime] = {}
+        # True only after a sweep that ended holding no owed row: the next one skips the renew.
+        # False at first, so a sweep built under a name that already holds rows renews them.
+        self._holds_none = False
 
     @classmethod
     def from_settings(
@@ -214,9 +217,17 @@ class NoticeSweep:
     ) -> None:
         now = self._clock.now()
         resting = {i for i, until in self._resting.items() if until > now}
-        # A writing unit: the claim queues for the right to write rather than failing to upgrade.
+        holds_none, self._holds_none = self._holds_none, False  # unknown until this sweep ends
+        # One writing unit for the sweep's database work before its rows: renew, claim, the
+        # re-read and the other runners' leases on one connection, committed once. A writing
+        # unit: the claim queues for the right to write rather than failing to upgrade.
         with writing_unit_of_work(self._engine) as session:
-            taken = self.claim.take(session, now, resting=resting)
+            taken = self.claim.take(session, now, resting=resting, holds_none=holds_none)
+            # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
+            held = self.claim.held(session)
+            summary.other_holders = lease_holders(
+                session, now, live_only=True, excluding=self.runner
+            )
             session.commit()
         # A rest ends with its lease, or with the row: marked by an operator, or taken over.
         self._resting = {i: u for i, u in self._resting.items() if i in taken.resting_ids}
@@ -224,12 +235,6 @@ class NoticeSweep:
         summary.renewed = taken.renewed
         summary.room = taken.room
         summary.claimed_ids = taken.claimed_ids
-        with unit_of_work(self._engine) as session:
-            # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
-            held = self.claim.held(session)
-            summary.other_holders = lease_holders(
-                session, now, live_only=True, excluding=self.runner
-            )
         summary.held = len(held)
         live = [notice for notice in held if notice.id not in taken.resting_ids]
         summary.resting = len(held) - len(live)
@@ -250,6 +255,9 @@ class NoticeSweep:
             if on_outcome is not None:
                 on_outcome(outcome)
 
+        # Every row it held is now delivered, by this runner or another: the next sweep has
+        # nothing to renew (a runner's name is its own; no other process stamps it).
+        self._holds_none = summary.delivered + summary.taken == summary.held
         # An idle sweep says nothing, every period; nor does one whose only rows rest (D3).
         if summary.held > summary.resting:
             log.info("%s", summary.line())

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.serve_process import CLI, ServedProcess, clean_environ, served, wait_for
-from tests.runner_support import CONTACT, notice_state, owe_notices, owed_count
+from tests.runner_support import notice_state, owe_notices, owed_count
+from tests.support import CONTACT
 
 pytestmark = pytest.mark.e2e
 

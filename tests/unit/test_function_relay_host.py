@@ -1,6 +1,6 @@
 """ADR-0051: the Function runner's host logic (the HostedRelay start_function_host composes),
 which the timer trigger only feeds with each tick's `past_due`. The end-to-end invocation of the
-real user code is in tests/integration/test_notice_relay_function.py; here, the host's own
+real user code is in tests/integration/hosts/test_notice_relay_function.py; here, the host's own
 guarantees."""
 
 from __future__ import annotations

@@ -31,14 +31,14 @@ def _sql(dialect_name: str, dialect: object) -> str:
 def test_the_sql_server_claim_reads_past_locked_rows_under_update_locks_in_one_update() -> None:
     sql = _sql("mssql", mssql.dialect())
     assert sql.startswith(
-        "UPDATE [SubscriberNotices] SET [LeasedUntil]=:LeasedUntil, [LeasedBy]=:LeasedBy"
+        "UPDATE [SubscriberNotices] SET [LeasedUntil]=:lease_until, [LeasedBy]=:LeasedBy"
     )
     assert "OUTPUT inserted.[Id]" in sql
     assert (
         "WHERE [SubscriberNotices].[Id] IN (SELECT TOP __[POSTCOMPILE_param_1] free.[Id] "
         "FROM [SubscriberNotices] AS free WITH (UPDLOCK, READPAST, ROWLOCK) "
         "WHERE free.[DeliveredAt] IS NULL AND (free.[LeasedUntil] IS NULL OR "
-        "free.[LeasedUntil] <= :LeasedUntil_1) ORDER BY free.[CreatedAt], free.[Id])"
+        "free.[LeasedUntil] <= :now) ORDER BY free.[CreatedAt], free.[Id])"
     ) in sql
     assert MSSQL_CLAIM_HINT == "WITH (UPDLOCK, READPAST, ROWLOCK)"
     # FACTS: with_for_update renders nothing on mssql; the hint is the only lock clause.

@@ -2,9 +2,9 @@
 (tests.runner_support.hosted) where only the loop is under test.
 
 The sweep itself (claim, delivery, transports) is the relay protocol's and is tested there and
-in tests/integration/test_runner_matrix.py; here only the loop's shape is pinned: the first look
-one full period after start, one sweep per period, the sweep's catch-all keeping the loop alive,
-cancellation absorbed as shutdown, and sweeps off the event loop.
+in tests/integration/hosts/test_runner_matrix.py; here only the loop's shape is pinned: the first
+look one full period after start, one sweep per period, the sweep's catch-all keeping the loop
+alive, cancellation absorbed as shutdown, and sweeps off the event loop.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from shared.db.uow import unit_of_work
 from shared.notices.pickup_guard import pickup_directory_problem
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport
+from tests.support import CONTACT
 
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
-CONTACT = "AzureBank security desk, +44 20 7946 0000"
 _tags = itertools.count()
 
 

@@ -233,7 +233,7 @@ def _owed(engine: Engine) -> int:
         )
 
 
-def test_D2_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
+def test_d2_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
     server_url: str, tmp_path: Path
 ) -> None:
     engine = _arrange(server_url)

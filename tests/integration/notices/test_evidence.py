@@ -68,7 +68,8 @@ def _point(engine: Engine, notice_id: uuid.UUID, event_id: uuid.UUID | None) -> 
         session.commit()
 
 
-def test_ANoticeWhoseOwnAuditRowIsGone_IsFOUND_WhileTheUsersOtherRowsSurvive(
+# ADR-0052's name: ANoticeWhoseOwnAuditRowIsGone_IsFOUND_WhileTheUsersOtherRowsSurvive
+def test_d3_a_notice_whose_own_audit_row_is_gone_is_found_while_the_users_other_rows_survive(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     _, events, notices = _enrolled_then_changes(engine, changes=3)
@@ -87,7 +88,8 @@ def test_ANoticeWhoseOwnAuditRowIsGone_IsFOUND_WhileTheUsersOtherRowsSurvive(
 @pytest.mark.parametrize(
     "onto", ["another kind's row of the same user", "the same kind's row of another user"]
 )
-def test_ANoticeRePointedAtAnotherRow_IsStillFound_BecauseTheNamedRowMustBeThisNotices(
+# ADR-0052's name: ANoticeRePointedAtAnotherRow_IsStillFound_BecauseTheNamedRowMustBeThisNotices
+def test_d3_a_notice_re_pointed_at_another_row_is_still_found(
     onto: str, engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     _, events, notices = _enrolled_then_changes(engine, changes=1)
@@ -105,7 +107,8 @@ def test_ANoticeRePointedAtAnotherRow_IsStillFound_BecauseTheNamedRowMustBeThisN
     assert "is gone, or is not this notice's" in findings[0].line
 
 
-def test_ARePointToANOTHERRowOfTHESAMEKind_IsNotCaught_AndThisPinsHowFarD3Reaches(
+# ADR-0052's name: ARePointToANOTHERRowOfTHESAMEKind_IsNotCaught_AndThisPinsHowFarD3Reaches
+def test_d3_a_re_point_to_another_row_of_the_same_kind_is_not_caught(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     """ADR-0052 D3's limit: (ActorUserId, Event) cannot see a re-point within one kind. Zero
@@ -116,7 +119,8 @@ def test_ARePointToANOTHERRowOfTHESAMEKind_IsNotCaught_AndThisPinsHowFarD3Reache
     assert _sweep_findings(engine, clock, pickup, expect_delivered=3) == []
 
 
-def test_ANULLEDPointer_IsAskedTheOldQuestion_SoAnotherRowOfItsKindAnswersForIt(
+# ADR-0052's name: ANULLEDPointer_IsAskedTheOldQuestion_SoAnotherRowOfItsKindAnswersForIt
+def test_d6_a_nulled_pointer_is_asked_the_old_question_so_another_row_of_its_kind_answers(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     """ADR-0052 (the nulled pointer, under D3's limit): a null is how the run knows a notice
@@ -127,7 +131,8 @@ def test_ANULLEDPointer_IsAskedTheOldQuestion_SoAnotherRowOfItsKindAnswersForIt(
     assert _sweep_findings(engine, clock, pickup, expect_delivered=3) == []
 
 
-def test_ANoticeThatNamesNoRow_StillGetsTheWeakerQuestion_WhichIsTheBacklogsShape(
+# ADR-0052's name: ANoticeThatNamesNoRow_StillGetsTheWeakerQuestion_WhichIsTheBacklogsShape
+def test_d6_a_notice_that_names_no_row_still_gets_the_weaker_question(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     with unit_of_work(engine) as session:

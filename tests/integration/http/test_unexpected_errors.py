@@ -55,7 +55,7 @@ def _assert_one_error_line(leak_watch: LeakWatch, trace_id: str) -> None:
     assert line.startswith("Unhandled LookupError (trace "), line
     assert trace_id in line
     # The frames, innermost first: the route that raised, by file, line and function.
-    assert re.search(r"tests/integration/test_unexpected_errors\.py:\d+:_fail", line), line
+    assert re.search(r"tests/integration/http/test_unexpected_errors\.py:\d+:_fail", line), line
     assert error.exc_info is None and error.exc_text is None
     assert "no ledger" not in line
     assert ADDRESS not in str(error.args)

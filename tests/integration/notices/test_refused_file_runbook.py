@@ -19,10 +19,10 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, load_settings
-from tests.runner_support import CONTACT, notice_state, owe_notices
-from tests.support import CHAIN_KEY
+from tests.runner_support import notice_state, owe_notices
+from tests.support import CHAIN_KEY, CONTACT
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
 EXAMPLE_ID = uuid.UUID("0b7c1a6e-1f4e-4b8e-9d7e-2a3c4d5e6f01")
 LABELS = {"postgresql": "PostgreSQL:", "sqlite": "SQLite", "mssql": "SQL Server:"}
 

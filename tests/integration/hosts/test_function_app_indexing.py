@@ -4,27 +4,20 @@ Function."""
 from __future__ import annotations
 
 import json
-import socket
 import textwrap
 from typing import Any
 
 import pytest
 
 from api_funcs.functions import OPERATIONS
-from tests.support import CHAIN_KEY, run_python
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import CHAIN_KEY, closed_port, run_python
 
 
 @pytest.fixture(scope="module")
 def indexed() -> dict[str, Any]:
     """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
     process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
-    port = _closed_port()
+    port = closed_port()
     code = textwrap.dedent(
         """
         import json, socket

@@ -20,11 +20,10 @@ import pytest
 from azurebank_cli import exits
 from azurebank_cli.main import main
 from shared.settings import check_host, load_settings
-from tests.support import CHAIN_KEY, run_python
+from tests.support import CHAIN_KEY, CONTACT, run_python
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "local.settings.sample.json"
-CONTACT = "AzureBank support, +1 555 0100"
 
 # The value of Notices__Runner that names each host; `notify` (the verb) always delivers.
 NAMES = {"function": "Function", "serve": "Api", "notify": "None"}

@@ -22,8 +22,8 @@ from api_funcs.served import build_served_app
 from shared.bootstrap import start_function_host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.runner_support import CONTACT, connection_attempts, notice_state, owe_notices
-from tests.support import CHAIN_KEY
+from tests.runner_support import connection_attempts, notice_state, owe_notices
+from tests.support import CHAIN_KEY, CONTACT
 
 RELAY_LOGGER = "azurebank.notices.relay"
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.runner_support import CONTACT, notice_state, owe_notices
-from tests.support import CHAIN_KEY, run_python
+from tests.runner_support import notice_state, owe_notices
+from tests.support import CHAIN_KEY, CONTACT, run_python
 
 _HOST = textwrap.dedent(
     """
