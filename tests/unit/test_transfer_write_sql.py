@@ -1,8 +1,8 @@
 """The transfer's one round trip of writes after the tail lock (shared/money/transfer_write_sql.py),
 pinned per dialect by compiling it and parsing the result with sqlglot (no server, no pyodbc):
 which rows each statement writes, in which order, under which guard, and what it answers. The
-behaviour on a real server: tests/integration/test_transfer_critical_section.py (PostgreSQL) and
-the SQL Server suite when AZUREBANK_TEST_SQLSERVER is set."""
+behaviour on a real server: tests/integration/money/test_transfer_critical_section.py
+(PostgreSQL), and the SQL Server suite when AZUREBANK_TEST_SQLSERVER is set."""
 
 from __future__ import annotations
 
