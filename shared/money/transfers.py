@@ -13,8 +13,8 @@ application lock, with the day decided against the instant of the spend.
 
 Statements per transfer on PostgreSQL: 4 before the loop, then per attempt the lock (2), the
 accounts, the sum, the tail lock, the writes; from the tail lock to the commit, 3 round trips
-(tests/integration/test_transfer_statement_budget.py pins it; shared/money/transfer_write_sql.py
-says why).
+(pinned by tests/integration/money/test_transfer_statement_budget.py; why:
+shared/money/transfer_write_sql.py).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The transfer's one round trip of writes after the tail lock (shared/money/transfer_write_sql.py),
 pinned per dialect by compiling it and parsing the result with sqlglot (no server, no pyodbc):
 which rows each statement writes, in which order, under which guard, and what it answers. The
-behaviour on a real server: tests/integration/test_transfer_critical_section.py (PostgreSQL) and
-the SQL Server suite when AZUREBANK_TEST_SQLSERVER is set."""
+behaviour on a real server: tests/integration/money/test_transfer_critical_section.py
+(PostgreSQL), and the SQL Server suite when AZUREBANK_TEST_SQLSERVER is set."""
 
 from __future__ import annotations
 
 import re
-import sys
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -34,6 +33,7 @@ from shared.money.transfer_write_sql import (
     parameters,
     postgresql_transfer_write,
 )
+from tests.support import run_python
 
 # Every row the transfer writes after the tail lock, in the order the batch writes them: the two
 # balances first (in the order the caller sorted them), the tail last but the record.
@@ -226,5 +226,14 @@ def test_every_bound_value_is_given_and_typed_by_its_column(with_success: bool) 
 
 
 def test_compiling_the_batch_imports_no_sql_server_driver() -> None:
-    _mssql()
-    assert "pyodbc" not in sys.modules
+    """In a fresh interpreter: another test of the run may have imported pyodbc already."""
+    done = run_python(
+        "-c",
+        "import sys\n"
+        "from sqlalchemy.dialects import mssql\n"
+        "from shared.money.transfer_write_sql import mssql_transfer_write\n"
+        "str(mssql_transfer_write(with_success=True).compile(dialect=mssql.dialect()))\n"
+        "print('pyodbc' in sys.modules)",
+        check=True,
+    )
+    assert done.stdout.strip() == "False"

@@ -19,7 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.audit.verify import walk_chain
@@ -122,23 +123,9 @@ class Scene:
             )
             return Written(
                 balance=session.get_one(Account, self.alice.primary).Balance,
-                ledger_rows=int(
-                    session.scalar(
-                        select(func.count())
-                        .select_from(Transaction)
-                        .where(Transaction.AccountId == self.alice.primary)
-                    )
-                    or 0
-                ),
+                ledger_rows=_rows(session, Transaction.AccountId == self.alice.primary),
                 authorization=session.get_one(TransferAuthorization, self.auth).Status,
-                audit_rows=int(
-                    session.scalar(
-                        select(func.count())
-                        .select_from(AuditEvent)
-                        .where(AuditEvent.ActorUserId == self.alice.user_id)
-                    )
-                    or 0
-                ),
+                audit_rows=_rows(session, AuditEvent.ActorUserId == self.alice.user_id),
                 tail=session.get_one(AuditChainTail, 1).LastSequence,
                 chain_intact=walk_chain(session, AuditChain(base64.b64decode(CHAIN_KEY))).intact,
                 record=None if record is None else (record.State, record.ResponseBody),
@@ -147,6 +134,11 @@ class Scene:
     def tail_now(self) -> int:
         with unit_of_work(self.engine) as session:
             return session.get_one(AuditChainTail, 1).LastSequence
+
+
+def _rows(session: Session, condition: ColumnElement[bool]) -> int:
+    """How many rows match `condition` (its table is the FROM)."""
+    return int(session.scalar(select(func.count()).where(condition)) or 0)
 
 
 @write_forms
