@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from shared.db.schema import AspNetUser
+from shared.db.storable_text import column_length, unstorable_reason
 
 # The largest NumericDate a datetime can hold (9999-12-31T23:59:59Z). Beyond it a "time" is a
 # token that never expires or never starts, not an instant.
@@ -14,7 +15,7 @@ NUMERIC_DATE_MAX = 253_402_300_799
 
 # AspNetUsers.Id, the column `sub` is compared with: nvarchar(450) on SQL Server counts UTF-16
 # code units, so that is the unit here (PostgreSQL's varchar counts characters, never more).
-USER_ID_MAX_UTF16_UNITS: int = AspNetUser.__table__.c.Id.type.length  # type: ignore[attr-defined]
+USER_ID_MAX_UTF16_UNITS = column_length(AspNetUser.Id)
 
 
 def numeric_date(value: object) -> int | None:
@@ -38,16 +39,12 @@ def numeric_date(value: object) -> int | None:
 def user_id(value: object) -> str | None:
     """`sub` as a key every database stores and compares alike, or None when it is not one.
 
-    A non-empty string that encodes as UTF-8 (no lone surrogates: no driver can send one), holds
-    no NUL (PostgreSQL refuses one in text), fits AspNetUsers.Id, and does not end in a space
-    (SQL Server's `=` ignores trailing spaces, PostgreSQL's and SQLite's do not).
+    A non-empty string storable in AspNetUsers.Id (shared.db.storable_text: no NUL, no lone
+    surrogate, within the column) that does not end in a space (SQL Server's `=` ignores
+    trailing spaces, PostgreSQL's and SQLite's do not).
     """
-    if not isinstance(value, str) or not value or "\x00" in value or value.endswith(" "):
+    if not isinstance(value, str) or not value or value.endswith(" "):
         return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    if len(value.encode("utf-16-le")) // 2 > USER_ID_MAX_UTF16_UNITS:
+    if unstorable_reason(value, USER_ID_MAX_UTF16_UNITS) is not None:
         return None
     return value
