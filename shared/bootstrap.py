@@ -22,18 +22,26 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
 from shared.notices.runner_name import make_runner_name, runner_kind
-from shared.notices.transports import NoticeTransport, transport_from_settings
+from shared.notices.transports import (
+    BlobContainerTransport,
+    NoticeTransport,
+    PickupDirectoryTransport,
+)
 from shared.settings import (
     Settings,
     SettingsError,
     fix_for,
     function_host_settings,
+    notice_contact,
+    pickup_target_problem,
     require_host,
 )
 from shared.telemetry import NO_TELEMETRY, Telemetry
@@ -55,9 +63,10 @@ if TYPE_CHECKING:
     from shared.money.mint import TransferMint
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
+    from shared.notices.claim import NoticeClaim
     from shared.notices.relay_loop import NoticeRelayService
     from shared.notices.sweep import NoticeSweep
-    from shared.readiness import Readiness
+    from shared.readiness import ProbedTarget, Readiness
 
 log = logging.getLogger("azurebank.bootstrap")
 
@@ -120,7 +129,6 @@ def bootstrap(
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
-    from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.idempotency import IdempotencyKeys
@@ -129,22 +137,24 @@ def bootstrap(
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
     from shared.notices.status import owed_backlog_reader
-    from shared.readiness import Readiness, pickup_probe
+    from shared.readiness import Readiness
 
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
     limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
     pins = PinVerifier(engine, clock, settings.Pin)
+    sweep = None if runner is None else runner_sweep(settings, engine, clock, runner, transport)
     if checks_pickup is None:
         checks_pickup = runner is not None
-    pickup = functools.cache(functools.partial(pickup_probe, settings))
+    # ADR-0048 D6: readiness probes the target this host delivers into, the sweep's own.
+    pickup = _pickup_target(settings, transport if sweep is None else sweep.transport)
     telemetry.watch_backlog(owed_backlog_reader(engine, clock))
     return Services(
         settings=settings,
         engine=engine,
         clock=clock,
-        tokens=TokenVerifier(settings, clock),
+        tokens=token_verifier(settings, clock),
         limit=limit,
         pins=pins,
         pin_changes=PinChanges(engine, clock, audit, pins),
@@ -161,32 +171,110 @@ def bootstrap(
         rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
         idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
         audit_chain=chain,
-        sweep=None if runner is None else _sweep(settings, engine, clock, runner, transport),
+        sweep=sweep,
         readiness=Readiness(lambda: engine, pickup=pickup if checks_pickup else None),
         telemetry=telemetry,
     )
 
 
-def _sweep(
+def token_verifier(settings: Settings, clock: Clock) -> TokenVerifier:
+    """The bearer-token verifier, with the identity provider's key set under Auth__JwksUrl.
+    The JWKS machinery (and PyJWT under it) is imported only then (bench/cold_start.py)."""
+    from shared.identity.tokens import TokenVerifier
+
+    jwks = None
+    if settings.Auth.JwksUrl:
+        from shared.identity.jwks import JwksKeys
+
+        jwks = JwksKeys(settings.Auth.JwksUrl, clock)
+    return TokenVerifier(settings, clock, jwks=jwks)
+
+
+def notice_transport(settings: Settings) -> NoticeTransport:
+    """The pickup target `Notices` names: the directory or the blob container (exactly one).
+    Call after `require_host`, which also checks the directory exists outside any git tree;
+    nothing connects here (a container's client is built on its first delivery)."""
+    problem = pickup_target_problem(settings)
+    if problem is not None:
+        raise SettingsError([problem])
+    notices, storage = settings.Notices, settings.NoticesStorage
+    if notices.PickupDirectory:
+        return PickupDirectoryTransport(notices.PickupDirectory)
+    assert notices.PickupContainer is not None
+    return BlobContainerTransport(
+        notices.PickupContainer,
+        connection_string=storage.ConnectionString,
+        blob_service_uri=storage.blobServiceUri,
+    )
+
+
+def notice_sweep(
+    engine: Engine,
+    clock: Clock,
+    transport: NoticeTransport,
+    *,
+    runner: str,
+    lease_seconds: int,
+    batch_size: int,
+    contact: str,
+    claim: NoticeClaim | None = None,
+    leftover_age: timedelta | None = None,
+) -> NoticeSweep:
+    """One runner's sweep: its claim (ADR-0048 D2) and its delivery run (D4) through
+    `transport`, wired together. `claim` replaces the lease protocol (the race tests' witness)."""
+    from shared.notices.claim import NoticeClaim
+    from shared.notices.delivery import NoticeDeliveryRun
+    from shared.notices.sweep import NoticeSweep
+
+    claim = claim or NoticeClaim(runner, lease_seconds=lease_seconds, batch_size=batch_size)
+    delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+    return NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover_age)
+
+
+def runner_sweep(
     settings: Settings,
     engine: Engine,
     clock: Clock,
     runner: str,
-    transport: NoticeTransport | None,
+    transport: NoticeTransport | None = None,
 ) -> NoticeSweep:
+    """The sweep of `runner` as the `Notices` section configures it (call `require_host`
+    first): the verb's two-minute lease for a `verb/…` name (ADR-0048 D5), Notices__LeaseSeconds
+    otherwise; into `transport`, or the target `Notices` names."""
     from shared.notices.claim import VERB_LEASE_SECONDS
-    from shared.notices.sweep import NoticeSweep
 
-    verb = runner_kind(runner) == "verb"
-    lease = VERB_LEASE_SECONDS if verb else settings.Notices.LeaseSeconds
-    return NoticeSweep.from_settings(
+    notices = settings.Notices
+    contact = notice_contact(settings)
+    lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else notices.LeaseSeconds
+    return notice_sweep(
         engine,
         clock,
-        settings,
-        runner,
+        transport or notice_transport(settings),
+        runner=runner,
         lease_seconds=lease,
-        transport=transport,
+        batch_size=notices.BatchSize,
+        contact=contact,
+        # The hosted runners' lease, the verb's and this sweep's all write into one target.
+        leftover_age=timedelta(seconds=max(lease, notices.LeaseSeconds, VERB_LEASE_SECONDS)),
     )
+
+
+def _pickup_target(
+    settings: Settings, transport: NoticeTransport | None
+) -> Callable[[], ProbedTarget]:
+    """What readiness probes: the host's transport, or, on a host that delivers through none
+    built yet, the target `Notices` names, built on the first check that asks (a setting that
+    cannot build one is a failing check, not a 500)."""
+    from shared.readiness import ProbedTarget
+
+    @functools.cache
+    def target() -> ProbedTarget:
+        found = transport if transport is not None else notice_transport(settings)
+        if not isinstance(found, ProbedTarget):
+            raise TypeError(f"{type(found).__name__} cannot be probed")
+        return found
+
+    return target
 
 
 def database_url(settings: Settings, *, local_default: bool) -> str:
@@ -287,7 +375,7 @@ def hosted_relay(
     connects (a transport connects on its first delivery, the engine on the first sweep)."""
     require_host(settings, kind)
     named = is_named(settings, kind)
-    transport = transport_from_settings(settings) if named else None
+    transport = notice_transport(settings) if named else None
     services = LazyServices(
         settings,
         clock=clock or SystemClock(),

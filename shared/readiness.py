@@ -15,19 +15,14 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from sqlalchemy import Connection, Engine, column, select, table, text
 
 from shared.audit.tail_sql import TAIL_ID
 from shared.db.schema import AuditChainTail
-from shared.notices.transports import transport_from_settings
-from shared.settings import Settings
 
 log = logging.getLogger("azurebank.readiness")
 
@@ -44,19 +39,6 @@ class ProbedTarget(Protocol):
     def probe(self) -> None:
         """Return when a notice could be written now; raise otherwise."""
         ...
-
-
-@dataclass(frozen=True)
-class DirectoryProbe:
-    """A pickup directory takes a write: a temporary file created and removed in it (the same
-    exclusive create a delivery makes, under a name no notice has)."""
-
-    directory: Path
-
-    def probe(self) -> None:
-        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self.directory)
-        os.close(fd)
-        os.unlink(name)
 
 
 @dataclass(frozen=True)
@@ -98,20 +80,10 @@ def _tail_present(conn: Connection) -> bool:
     return conn.scalar(select(AuditChainTail.Id).where(AuditChainTail.Id == TAIL_ID)) is not None
 
 
-def pickup_probe(settings: Settings) -> ProbedTarget:
-    """The probe of the pickup target `Notices` names (call after `require_host`)."""
-    directory = settings.Notices.PickupDirectory
-    if directory and not settings.Notices.PickupContainer:
-        return DirectoryProbe(Path(directory))
-    transport = transport_from_settings(settings)
-    assert isinstance(transport, ProbedTarget)
-    return transport
-
-
 class Readiness:
-    """The host's checks: built once per host; the engine and the pickup's probe are asked for on
+    """The host's checks: built once per host; the engine and the pickup target are asked for on
     each check (a setting that cannot build one is a failing check, not a 500), `pickup` only
-    when this host delivers notices."""
+    when this host delivers notices: the composition root hands in the host's own transport."""
 
     def __init__(
         self, engine: Callable[[], Engine], *, pickup: Callable[[], ProbedTarget] | None

@@ -390,20 +390,32 @@ def _schedule_problems(schedule: str) -> list[str]:
     return []
 
 
-def _target_problems(settings: Settings) -> list[str]:
+def pickup_target_problem(settings: Settings) -> str | None:
+    """Why `Notices` names no one pickup target (exactly one of the directory and the container,
+    the container with its storage), or None; the file system is not asked."""
     n = settings.Notices
     if bool(n.PickupDirectory) == bool(n.PickupContainer):
         which = "both are set" if n.PickupDirectory else "neither is set"
-        return [
+        return (
             f"Notices__PickupDirectory: exactly one of Notices__PickupDirectory and "
             f"Notices__PickupContainer must be set, and {which}. Fix: "
             f"{fix_for('Notices__PickupDirectory')}."
-        ]
-    if n.PickupContainer:
-        storage = settings.NoticesStorage
-        if not storage.ConnectionString and not storage.blobServiceUri:
-            return [NO_STORAGE_NAMED]
-        return []
-    assert n.PickupDirectory is not None
-    problem = pickup_directory_problem(Path(n.PickupDirectory))
+        )
+    storage = settings.NoticesStorage
+    if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
+        return NO_STORAGE_NAMED
+    return None
+
+
+def notice_contact(settings: Settings) -> str:
+    """Notices__Contact, which every notice names; SettingsError while it is unset."""
+    if not settings.Notices.Contact:
+        raise SettingsError([CONTACT_MISSING])
+    return settings.Notices.Contact
+
+
+def _target_problems(settings: Settings) -> list[str]:
+    problem = pickup_target_problem(settings)
+    if problem is None and settings.Notices.PickupDirectory:
+        problem = pickup_directory_problem(Path(settings.Notices.PickupDirectory))
     return [problem] if problem else []

@@ -62,17 +62,17 @@ class TokenVerifier:
     JWKS_ALGORITHMS: tuple[str, ...] = ("RS256", "ES256")
     LOCAL_ALGORITHMS: tuple[str, ...] = ("HS256",)
 
-    def __init__(self, settings: Settings, clock: Clock) -> None:
-        self._clock = clock
+    def __init__(self, settings: Settings, clock: Clock, *, jwks: JwksKeys | None) -> None:
+        """`jwks` is the key set of Auth__JwksUrl, handed in exactly when it is set (the
+        composition root builds it: shared.bootstrap.token_verifier)."""
         auth = settings.Auth
+        if bool(auth.JwksUrl) != (jwks is not None):
+            raise ValueError("a key set is handed in exactly when Auth__JwksUrl is set")
+        self._clock = clock
         self._issuer = auth.Issuer or (None if auth.JwksUrl else LOCAL_ISSUER)
         self._audience = auth.Audience or (None if auth.JwksUrl else LOCAL_AUDIENCE)
         self._signing_key = None if auth.JwksUrl else auth.SigningKey
-        self._jwks: JwksKeys | None = None
-        if auth.JwksUrl:
-            from shared.identity.jwks import JwksKeys
-
-            self._jwks = JwksKeys(auth.JwksUrl, clock)
+        self._jwks = jwks
 
     @property
     def configured(self) -> bool:

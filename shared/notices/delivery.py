@@ -82,7 +82,7 @@ class NoticeDeliveryRun:
             raise ValueError("a notice needs Notices__Contact (ADR-0048 D6)")
         self._engine = engine
         self._clock = clock
-        self._transport = transport
+        self.transport = transport
         self._claim = claim
         self._contact = contact
 
@@ -145,7 +145,7 @@ class NoticeDeliveryRun:
     def _transport_step(self, attempt: _Attempt, message: bytes) -> str | DeliveryOutcome:
         notice_id = attempt.notice.id
         try:
-            return self._transport.deliver(notice_id, message)
+            return self.transport.deliver(notice_id, message)
         except NoticeRefused:
             # ADR-0048 D3: never overwritten; the row stays owed beside what is already there.
             log.warning(
@@ -153,7 +153,7 @@ class NoticeDeliveryRun:
                 "(runbook: the row is the truth; move the file and run again, or mark the row)",
                 notice_id,
                 attempt.kind,
-                self._transport.describe(),
+                self.transport.describe(),
                 notice_file_name(notice_id),
             )
             return attempt.outcome(DeliveryStatus.REFUSED)

@@ -30,13 +30,7 @@ from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import (
-    LeavesTemporaryFiles,
-    LeftoversKept,
-    NoticeTransport,
-    transport_from_settings,
-)
-from shared.settings import CONTACT_MISSING, Settings, SettingsError
+from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept
 
 log = logging.getLogger("azurebank.notices.sweep")
 
@@ -91,26 +85,22 @@ class NoticeSweep:
         self,
         engine: Engine,
         clock: Clock,
-        transport: NoticeTransport,
+        claim: NoticeClaim,
+        delivery: NoticeDeliveryRun,
         *,
-        runner: str,
-        lease_seconds: int,
-        batch_size: int,
-        contact: str,
-        claim: NoticeClaim | None = None,
         leftover_age: timedelta | None = None,
     ) -> None:
-        self.runner = runner
+        """`delivery` delivers through this sweep's transport and marks under `claim`; the
+        composition root wires the three (shared.bootstrap.notice_sweep)."""
+        self.runner = claim.runner
         self._engine = engine
         self._clock = clock
-        self.transport = transport
-        self.claim = claim or NoticeClaim(
-            runner, lease_seconds=lease_seconds, batch_size=batch_size
-        )
-        self._delivery = NoticeDeliveryRun(engine, clock, transport, self.claim, contact=contact)
+        self.transport = delivery.transport
+        self.claim = claim
+        self._delivery = delivery
         # A temporary older than every lease that writes into the target has no live writer: the
         # longest of this runner's lease and the verb's two minutes (ADR-0048 D5) unless the
-        # caller knows a longer one (from_settings adds Notices__LeaseSeconds).
+        # caller knows a longer one (a host's Notices__LeaseSeconds).
         self.leftover_age = leftover_age or max(
             self.claim.lease, timedelta(seconds=VERB_LEASE_SECONDS)
         )
@@ -119,35 +109,6 @@ class NoticeSweep:
         # True only after a sweep that ended holding no owed row: the next one skips the renew.
         # False at first, so a sweep built under a name that already holds rows renews them.
         self._holds_none = False
-
-    @classmethod
-    def from_settings(
-        cls,
-        engine: Engine,
-        clock: Clock,
-        settings: Settings,
-        runner: str,
-        *,
-        lease_seconds: int | None = None,
-        transport: NoticeTransport | None = None,
-    ) -> NoticeSweep:
-        """A sweep configured by the `Notices` section (call `require_host` first).
-        `lease_seconds` overrides Notices__LeaseSeconds (the verb's lease is two minutes, D5)."""
-        notices = settings.Notices
-        if not notices.Contact:
-            raise SettingsError([CONTACT_MISSING])
-        lease = notices.LeaseSeconds if lease_seconds is None else lease_seconds
-        return cls(
-            engine,
-            clock,
-            transport or transport_from_settings(settings),
-            runner=runner,
-            lease_seconds=lease,
-            batch_size=notices.BatchSize,
-            contact=notices.Contact,
-            # The hosted runners' lease, the verb's and this sweep's all write into one target.
-            leftover_age=timedelta(seconds=max(lease, notices.LeaseSeconds, VERB_LEASE_SECONDS)),
-        )
 
     def run(
         self,

@@ -19,13 +19,12 @@ import os
 import re
 import secrets
 import stat
+import tempfile
 import threading
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-from shared.settings import NO_STORAGE_NAMED, Settings, SettingsError, fix_for
 
 if TYPE_CHECKING:
     from azure.storage.blob import ContainerClient
@@ -136,6 +135,14 @@ class PickupDirectoryTransport:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
         return f"pickup:{name}"
+
+    def probe(self) -> None:
+        """Readiness (shared/readiness.py): the directory takes a write, a temporary file
+        created and removed in it (the exclusive create a delivery makes, under a name no
+        notice has and no leftover removal matches); raises otherwise."""
+        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
+        os.close(fd)
+        os.unlink(name)
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
         """Remove the temporaries of runners killed between their write and their link.
@@ -266,27 +273,3 @@ class BlobContainerTransport:
                 **self._client_options,
             )
         return service.get_container_client(self._container)
-
-
-def transport_from_settings(settings: Settings) -> NoticeTransport:
-    """The transport `Notices` names: the pickup directory or the blob container (exactly one).
-
-    Call after `require_host`, which checks the directory exists outside any git tree."""
-    notices = settings.Notices
-    if notices.PickupDirectory and not notices.PickupContainer:
-        return PickupDirectoryTransport(Path(notices.PickupDirectory))
-    if notices.PickupContainer and not notices.PickupDirectory:
-        storage = settings.NoticesStorage
-        if storage.ConnectionString or storage.blobServiceUri:
-            return BlobContainerTransport(
-                notices.PickupContainer,
-                connection_string=storage.ConnectionString,
-                blob_service_uri=storage.blobServiceUri,
-            )
-        raise SettingsError([NO_STORAGE_NAMED])
-    raise SettingsError(
-        [
-            "Notices__PickupDirectory: exactly one of Notices__PickupDirectory and "
-            f"Notices__PickupContainer must be set. Fix: {fix_for('Notices__PickupDirectory')}."
-        ]
-    )

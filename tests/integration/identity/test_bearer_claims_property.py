@@ -14,6 +14,7 @@ import jwt
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from shared.bootstrap import token_verifier
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
 from tests.support import SIGNING_KEY, api_client, host_settings, make_user
@@ -133,7 +134,7 @@ def _sign(claims: dict[str, Any]) -> str:
 
 
 USER_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
-VERIFIER = TokenVerifier(host_settings("sqlite://"), CLOCK)
+VERIFIER = token_verifier(host_settings("sqlite://"), CLOCK)
 
 
 @settings(max_examples=300, deadline=None)

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from shared.bootstrap import notice_sweep
 from shared.clock import FakeClock
 from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
@@ -219,7 +220,7 @@ def make_sweep(
     lease_seconds: int = 120,
     batch_size: int = 100,
 ) -> NoticeSweep:
-    return NoticeSweep(
+    return notice_sweep(
         engine,
         clock,
         transport,

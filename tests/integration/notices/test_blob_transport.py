@@ -10,11 +10,11 @@ import pytest
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from sqlalchemy import Engine
 
+from shared.bootstrap import notice_transport
 from shared.clock import FakeClock
 from shared.notices.transports import (
     BlobContainerTransport,
     NoticeRefused,
-    transport_from_settings,
 )
 from shared.settings import load_settings
 from tests.integration.notices.conftest import CONTACT, make_sweep, notice_row, owed_notices
@@ -61,7 +61,7 @@ def test_a_sweep_into_a_blob_container_delivers_and_refuses_an_existing_blob(
             "Notices__Contact": CONTACT,
         }
     )
-    transport = transport_from_settings(settings)
+    transport = notice_transport(settings)
     assert isinstance(transport, BlobContainerTransport)
     summary = make_sweep(engine, FakeClock(), transport).run()
     assert (summary.delivered, summary.refused) == (1, 1)

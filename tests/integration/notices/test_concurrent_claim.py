@@ -22,12 +22,13 @@ import pytest
 from sqlalchemy import Engine, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
+from shared.bootstrap import notice_sweep
 from shared.clock import SystemClock
 from shared.db.engine import build_engine
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work
 from shared.notices.claim import NoticeClaim
-from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
+from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
 from tests.integration.notices.conftest import CONTACT, owed_notices
 
@@ -127,7 +128,7 @@ def _race(url: str, pickup: Path, *, naive: bool) -> Race:
             claim = (NaiveClaim if naive else WitnessedClaim)(
                 name, lease_seconds=LEASE_SECONDS, batch_size=BATCH
             )
-            sweep = NoticeSweep(
+            sweep = notice_sweep(
                 engine,
                 SystemClock(),
                 PickupDirectoryTransport(pickup),

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from shared.bootstrap import notice_transport, runner_sweep
 from shared.clock import FakeClock
-from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import (
     BlobContainerTransport,
     NoticeRefused,
     PickupDirectoryTransport,
-    transport_from_settings,
 )
 from shared.settings import SettingsError, load_settings
 
@@ -53,9 +52,9 @@ def test_the_pickup_target_is_described_without_its_path(pickup: Path) -> None:
 
 
 def test_notices_names_the_transport_exactly_one_of_directory_or_container(pickup: Path) -> None:
-    directory = transport_from_settings(load_settings({"Notices__PickupDirectory": str(pickup)}))
+    directory = notice_transport(load_settings({"Notices__PickupDirectory": str(pickup)}))
     assert isinstance(directory, PickupDirectoryTransport)
-    container = transport_from_settings(
+    container = notice_transport(
         load_settings(
             {
                 "Notices__PickupContainer": "notices",
@@ -65,12 +64,12 @@ def test_notices_names_the_transport_exactly_one_of_directory_or_container(picku
     )
     assert isinstance(container, BlobContainerTransport)
     with pytest.raises(SettingsError, match="Notices__PickupDirectory: exactly one of"):
-        transport_from_settings(load_settings({}))
+        notice_transport(load_settings({}))
     with pytest.raises(SettingsError, match="NoticesStorage: Notices__PickupContainer is set"):
-        transport_from_settings(load_settings({"Notices__PickupContainer": "notices"}))
+        notice_transport(load_settings({"Notices__PickupContainer": "notices"}))
 
 
-def test_a_sweep_from_settings_refuses_to_exist_without_the_contact(
+def test_a_runners_sweep_refuses_to_exist_without_the_contact(
     pickup: Path, sqlite_url: str
 ) -> None:
     from shared.db.engine import build_engine
@@ -79,7 +78,7 @@ def test_a_sweep_from_settings_refuses_to_exist_without_the_contact(
     try:
         settings = load_settings({"Notices__PickupDirectory": str(pickup)})
         with pytest.raises(SettingsError, match="Notices__Contact: missing"):
-            NoticeSweep.from_settings(engine, FakeClock(), settings, "api/h/1/00000000")
+            runner_sweep(settings, engine, FakeClock(), "api/h/1/00000000")
         settings = load_settings(
             {
                 "Notices__PickupDirectory": str(pickup),
@@ -88,7 +87,7 @@ def test_a_sweep_from_settings_refuses_to_exist_without_the_contact(
                 "Notices__BatchSize": "7",
             }
         )
-        sweep = NoticeSweep.from_settings(engine, FakeClock(), settings, "api/h/1/00000000")
+        sweep = runner_sweep(settings, engine, FakeClock(), "api/h/1/00000000")
         assert (sweep.claim.lease.total_seconds(), sweep.claim.batch_size) == (90, 7)
         assert sweep.run().held == 0
     finally:
