@@ -109,66 +109,71 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    @app.exception_handler(DomainError)
-    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-        record_refusal(request, exc)
-        return problem_response(
-            exc.status,
-            exc.error_code,
-            exc.title,
-            trace_id=trace_id_of(request),
-            headers=exc.headers,
-            **exc.members,
-        )
+    """Answer every refusal, invalid request, routing miss and database error as problem
+    details (RFC 9457), here and nowhere else."""
+    app.exception_handler(DomainError)(_domain)
+    app.exception_handler(RequestValidationError)(_validation)
+    app.exception_handler(StarletteHTTPException)(_http)
+    app.exception_handler(SQLAlchemyError)(_database)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # Name the fields, never their values: a body may hold a PIN or a password.
-        errors = [
-            {
-                # A JSON decode error's location is a character offset: the field is the body.
-                "field": "body"
-                if e.get("type") == "json_invalid"
-                else _field_name(tuple(e.get("loc", ()))),
-                "message": e.get("msg", "invalid"),
-            }
-            for e in exc.errors()
-        ]
-        return problem_response(
-            400,
-            "VALIDATION_FAILED",
-            "The request body is not valid.",
-            trace_id=trace_id_of(request),
-            errors=errors,
-        )
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
-        return problem_response(
-            exc.status_code,
-            code,
-            str(exc.detail) if exc.status_code < 500 else "The request failed.",
-            trace_id=trace_id_of(request),
-            headers=getattr(exc, "headers", None),
-        )
+def refusal_problem(error: DomainError, trace_id: str) -> JSONResponse:
+    """A refusal's problem details: its status, code, title, headers and extension members."""
+    return problem_response(
+        error.status,
+        error.error_code,
+        error.title,
+        trace_id=trace_id,
+        headers=error.headers,
+        **error.members,
+    )
 
-    @app.exception_handler(SQLAlchemyError)
-    async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-        # Answered here, so the exception never reaches the server's own error log (above).
-        trace = trace_id_of(request)
-        if is_unavailable(exc):
-            log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
-            unavailable = DatabaseUnavailable()
-            return problem_response(
-                unavailable.status,
-                unavailable.error_code,
-                unavailable.title,
-                trace_id=trace,
-                headers=unavailable.headers,
-            )
-        log_unhandled(exc, trace)
-        return internal_error(trace)
+
+async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+    record_refusal(request, exc)
+    return refusal_problem(exc, trace_id_of(request))
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    # Name the fields, never their values: a body may hold a PIN or a password.
+    errors = [
+        {
+            # A JSON decode error's location is a character offset: the field is the body.
+            "field": "body"
+            if e.get("type") == "json_invalid"
+            else _field_name(tuple(e.get("loc", ()))),
+            "message": e.get("msg", "invalid"),
+        }
+        for e in exc.errors()
+    ]
+    return problem_response(
+        400,
+        "VALIDATION_FAILED",
+        "The request body is not valid.",
+        trace_id=trace_id_of(request),
+        errors=errors,
+    )
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
+    return problem_response(
+        exc.status_code,
+        code,
+        str(exc.detail) if exc.status_code < 500 else "The request failed.",
+        trace_id=trace_id_of(request),
+        headers=getattr(exc, "headers", None),
+    )
+
+
+async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
+    # Answered here, so the exception never reaches the server's own error log (above).
+    trace = trace_id_of(request)
+    if is_unavailable(exc):
+        log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
+        return refusal_problem(DatabaseUnavailable(), trace)
+    log_unhandled(exc, trace)
+    return internal_error(trace)
 
 
 def log_unhandled(exc: BaseException, trace_id: str) -> None:

@@ -126,31 +126,10 @@ def _reserve_attempt(
 ) -> tuple[str, bool] | DomainError:
     """Count one attempt, atomically and only while below the limit; return the hash to check
     and whether this attempt imposed the lockout (it reached the limit), or the rung that
-    applies when no attempt may be made. Does not commit. Kept whole: the one conditional
-    UPDATE and the state read after it are the reservation (module docstring)."""
-    limit = pin_settings.MaxFailedAttempts
+    applies when no attempt may be made. Does not commit. The one conditional UPDATE
+    (`_count_attempt`) and the state read after it are the reservation (module docstring)."""
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
-    count = AspNetUser.PinAccessFailedCount
-    lockout_end = AspNetUser.PinLockoutEnd
-    lapsed = and_(lockout_end.is_not(None), lockout_end <= now)
-    # A lapsed lockout starts the count again: this attempt is the first of a new window.
-    new_count = case((lapsed, 1), else_=count + 1)
-    reserved = rows_matched(
-        session,
-        update(AspNetUser)
-        .where(
-            AspNetUser.Id == user_id,
-            AspNetUser.PinHash.is_not(None),
-            or_(lapsed, and_(lockout_end.is_(None), count < limit)),
-        )
-        .values(
-            PinAccessFailedCount=new_count,
-            # The attempt that reaches the limit locks at once: while it is being verified no
-            # other attempt may start, and if it is the right PIN the reset unlocks again.
-            PinLockoutEnd=case((new_count >= limit, literal(until, UtcDateTime())), else_=null()),
-        )
-        .execution_options(synchronize_session=False),
-    )
+    reserved = _count_attempt(session, pin_settings.MaxFailedAttempts, until, user_id, now)
     state = session.execute(
         select(AspNetUser.PinHash, AspNetUser.PinAccessFailedCount, AspNetUser.PinLockoutEnd).where(
             AspNetUser.Id == user_id
@@ -175,3 +154,31 @@ def _reserve_attempt(
         .execution_options(synchronize_session=False)
     )
     return _locked(until, now)
+
+
+def _count_attempt(
+    session: Session, limit: int, until: datetime, user_id: str, now: datetime
+) -> int:
+    """Count one attempt, only while the user is below `limit` and unlocked (or the lockout
+    has lapsed); the attempt that reaches the limit locks until `until`. Rows matched: 1 or 0."""
+    count = AspNetUser.PinAccessFailedCount
+    lockout_end = AspNetUser.PinLockoutEnd
+    lapsed = and_(lockout_end.is_not(None), lockout_end <= now)
+    # A lapsed lockout starts the count again: this attempt is the first of a new window.
+    new_count = case((lapsed, 1), else_=count + 1)
+    return rows_matched(
+        session,
+        update(AspNetUser)
+        .where(
+            AspNetUser.Id == user_id,
+            AspNetUser.PinHash.is_not(None),
+            or_(lapsed, and_(lockout_end.is_(None), count < limit)),
+        )
+        .values(
+            PinAccessFailedCount=new_count,
+            # The attempt that reaches the limit locks at once: while it is being verified no
+            # other attempt may start, and if it is the right PIN the reset unlocks again.
+            PinLockoutEnd=case((new_count >= limit, literal(until, UtcDateTime())), else_=null()),
+        )
+        .execution_options(synchronize_session=False),
+    )

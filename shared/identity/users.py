@@ -37,36 +37,10 @@ def add_user(
     accounts: int = 1,
     hash_iterations: int = DEFAULT_ITERATIONS,
 ) -> NewUser:
-    """A user with `accounts` open accounts holding `balance` each. Does not commit. Long
-    because it writes AspNetUsers' full Identity row, every column the .NET API reads."""
-    taken = session.scalar(
-        select(AspNetUser.Id).where(
-            or_(
-                # As the payee lookup compares it (shared/money/payees.py): `Bob` takes `bob`.
-                AspNetUser.NormalizedAzureTag == func.upper(azure_tag),
-                AspNetUser.NormalizedEmail == email.upper(),
-            )
-        )
-    )
-    if taken is not None:
+    """A user with `accounts` open accounts holding `balance` each. Does not commit."""
+    if _taken(session, email, azure_tag):
         raise UserExists
-    user = AspNetUser(
-        Id=str(uuid.uuid4()),
-        UserName=email,
-        NormalizedUserName=email.upper(),
-        Email=email,
-        NormalizedEmail=email.upper(),
-        EmailConfirmed=True,
-        PasswordHash=hash_secret(password, iterations=hash_iterations),
-        SecurityStamp=uuid.uuid4().hex.upper(),
-        ConcurrencyStamp=str(uuid.uuid4()),
-        PhoneNumberConfirmed=False,
-        TwoFactorEnabled=False,
-        LockoutEnabled=True,
-        AccessFailedCount=0,
-        AzureTag=azure_tag,
-        PinAccessFailedCount=0,
-    )
+    user = _identity_row(email, password, azure_tag, hash_iterations)
     session.add(user)
     # No relationship() ties the rows, so flush the parent before its children (foreign keys).
     session.flush()
@@ -87,3 +61,38 @@ def add_user(
     session.add_all(created)
     session.flush()
     return NewUser(user.Id, [a.Id for a in created])
+
+
+def _taken(session: Session, email: str, azure_tag: str) -> bool:
+    """Whether a user already has this email or AzureTag."""
+    taken = session.scalar(
+        select(AspNetUser.Id).where(
+            or_(
+                # As the payee lookup compares it (shared/money/payees.py): `Bob` takes `bob`.
+                AspNetUser.NormalizedAzureTag == func.upper(azure_tag),
+                AspNetUser.NormalizedEmail == email.upper(),
+            )
+        )
+    )
+    return taken is not None
+
+
+def _identity_row(email: str, password: str, azure_tag: str, hash_iterations: int) -> AspNetUser:
+    """AspNetUsers' full Identity row: every column the .NET API reads."""
+    return AspNetUser(
+        Id=str(uuid.uuid4()),
+        UserName=email,
+        NormalizedUserName=email.upper(),
+        Email=email,
+        NormalizedEmail=email.upper(),
+        EmailConfirmed=True,
+        PasswordHash=hash_secret(password, iterations=hash_iterations),
+        SecurityStamp=uuid.uuid4().hex.upper(),
+        ConcurrencyStamp=str(uuid.uuid4()),
+        PhoneNumberConfirmed=False,
+        TwoFactorEnabled=False,
+        LockoutEnabled=True,
+        AccessFailedCount=0,
+        AzureTag=azure_tag,
+        PinAccessFailedCount=0,
+    )

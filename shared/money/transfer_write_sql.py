@@ -307,6 +307,19 @@ def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOu
         if rows_matched(session, written) != 1:
             return WriteOutcome(balances, 0, None)
         balances += 1
+    _post_ledger_rows(session, writes)
+    spent = _spend(session, writes)
+    if spent != 1 or writes.success is None:
+        return WriteOutcome(balances, spent, None)
+    try:
+        store_success(session, writes.success)
+    except ClaimLost:
+        return WriteOutcome(balances, spent, 0)
+    return WriteOutcome(balances, spent, 1)
+
+
+def _post_ledger_rows(session: Session, writes: TransferWrites) -> None:
+    """The sender's TransferOut row and the payee's TransferIn row."""
     post_entry(
         session,
         entry_id=writes.transaction_id,
@@ -326,7 +339,11 @@ def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOu
         created_at=writes.now,
         counterparty_account_id=writes.sender_id,
     )
-    spent = rows_matched(
+
+
+def _spend(session: Session, writes: TransferWrites) -> int:
+    """The conditional spend: rows matched, 1 while the authorization is Pending and unexpired."""
+    return rows_matched(
         session,
         update(TransferAuthorization)
         .where(
@@ -337,13 +354,6 @@ def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOu
         .values(Status=_SPENT, SpentAt=writes.now, TransactionId=writes.transaction_id)
         .execution_options(synchronize_session=False),
     )
-    if spent != 1 or writes.success is None:
-        return WriteOutcome(balances, spent, None)
-    try:
-        store_success(session, writes.success)
-    except ClaimLost:
-        return WriteOutcome(balances, spent, 0)
-    return WriteOutcome(balances, spent, 1)
 
 
 def write_transfer(

@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
@@ -35,7 +35,7 @@ from shared.db.uow import unit_of_work
 from shared.money.accounts import open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import ClaimLost, SuccessHook
+from shared.money.idempotency import ClaimLost, SuccessHook, SuccessRecord
 from shared.money.payees import Payee, resolve_payee
 from shared.money.ports import AuditAppender
 from shared.money.refusals import (
@@ -47,6 +47,9 @@ from shared.money.refusals import (
 )
 from shared.money.retry import LostRace, run_money_transaction
 from shared.money.transfer_write_sql import BalanceWrite, TransferWrites, write_transfer
+
+if TYPE_CHECKING:
+    from shared.audit.chain import SealedAuditRow
 
 log = logging.getLogger("azurebank.money")
 
@@ -139,8 +142,7 @@ class TransferService:
     ) -> TransferReceipt:
         """One attempt inside the unit of work that opened with the application lock (D5):
         the parties and the day, then the critical section — the tail lock, every write in one
-        round trip, judged. Kept whole because the lock order (tail before rows) is read here,
-        in one place."""
+        round trip, judged. The lock order (tail before rows) is read here, in one place."""
         assert order.authorization_id is not None
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
@@ -161,40 +163,11 @@ class TransferService:
         # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
         # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
         # with them. The reads above were plain; the first row lock is in the writes below.
-        audit_row = self._audit.seal(
-            session,
-            actor_user_id=user_id,
-            event=TRANSFER_COMPLETED,
-            occurred_at=now,
-            details={
-                "transactionId": str(transaction_id),
-                "accountId": str(order.account_id),
-                "recipientAzureTag": order.recipient_azure_tag,
-                "amount": str(order.amount),
-            },
-        )
+        audit_row = self._seal(session, user_id, order, receipt)
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
-        outcome = write_transfer(
-            session,
-            TransferWrites(
-                audit=audit_row,
-                balances=_in_lock_order(
-                    BalanceWrite(sender.Id, sender.Version, receipt.balance),
-                    BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
-                ),
-                transaction_id=transaction_id,
-                transfer_in_id=uuid.uuid4(),
-                sender_id=sender.Id,
-                receiver_id=receiver.Id,
-                recipient_azure_tag=order.recipient_azure_tag,
-                amount=order.amount,
-                authorization_id=order.authorization_id,
-                now=now,
-                success=success,
-            ),
-            one_round_trip=self._one_round_trip,
-        )
+        writes = _transfer_writes(order, receipt, (sender, receiver), audit_row, success)
+        outcome = write_transfer(session, writes, one_round_trip=self._one_round_trip)
         # Judged in the order of the writes; whatever half-applied rolls back with the attempt,
         # the audit row too (successes only, ADR-0044).
         if outcome.balances != 2:
@@ -204,6 +177,23 @@ class TransferService:
         if outcome.stored == 0:
             raise ClaimLost()
         return receipt
+
+    def _seal(
+        self, session: Session, user_id: str, order: TransferOrder, receipt: TransferReceipt
+    ) -> SealedAuditRow:
+        """The audit row of the transfer, sealed under the chain's tail lock."""
+        return self._audit.seal(
+            session,
+            actor_user_id=user_id,
+            event=TRANSFER_COMPLETED,
+            occurred_at=receipt.created_at,
+            details={
+                "transactionId": str(receipt.transaction_id),
+                "accountId": str(order.account_id),
+                "recipientAzureTag": order.recipient_azure_tag,
+                "amount": str(order.amount),
+            },
+        )
 
     def _parties(
         self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
@@ -228,6 +218,34 @@ class TransferService:
         if receiver is None:
             raise PayeeInvalid()
         return sender, receiver
+
+
+def _transfer_writes(
+    order: TransferOrder,
+    receipt: TransferReceipt,
+    parties: tuple[Account, Account],
+    audit_row: SealedAuditRow,
+    success: SuccessRecord | None,
+) -> TransferWrites:
+    """Every write of one transfer, for the one round trip (transfer_write_sql)."""
+    assert order.authorization_id is not None
+    sender, receiver = parties
+    return TransferWrites(
+        audit=audit_row,
+        balances=_in_lock_order(
+            BalanceWrite(sender.Id, sender.Version, receipt.balance),
+            BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
+        ),
+        transaction_id=receipt.transaction_id,
+        transfer_in_id=uuid.uuid4(),
+        sender_id=sender.Id,
+        receiver_id=receiver.Id,
+        recipient_azure_tag=order.recipient_azure_tag,
+        amount=order.amount,
+        authorization_id=order.authorization_id,
+        now=receipt.created_at,
+        success=success,
+    )
 
 
 def _in_lock_order(a: BalanceWrite, b: BalanceWrite) -> tuple[BalanceWrite, BalanceWrite]:

@@ -18,6 +18,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Every table, index and constraint of DESIGN §3.
+    Longer than any other function: it is the schema's one list of DDL, a table a call."""
     op.create_table(
         "AspNetUsers",
         sa.Column("Id", sa.Unicode(length=450), nullable=False),
