@@ -341,12 +341,10 @@ class LazyServices:
     def __call__(self) -> Services:
         with self._lock:
             if self._built is None:
-                from shared.db.engine import get_engine
-
-                self._built = bootstrap(
+                self._built = open_services(
                     self.settings,
-                    get_engine(self._url),
-                    self.clock,
+                    clock=self.clock,
+                    database_url_override=self._url,
                     runner=self.runner,
                     transport=self._transport,
                     telemetry=self.telemetry,
