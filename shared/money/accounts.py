@@ -64,12 +64,12 @@ def _primary_account_id() -> Select[uuid.UUID]:
 
 
 @functools.cache
-def _primary_account() -> Select[tuple[Account]]:
+def _primary_account() -> Select[Account]:
     return select(Account).where(Account.Id == _primary_account_id().scalar_subquery())
 
 
 @functools.cache
-def _open_account_and_primary_account() -> Select[tuple[Account]]:
+def _open_account_and_primary_account() -> Select[Account]:
     return select(Account).where(
         Account.IsDeleted.is_(False),
         or_(

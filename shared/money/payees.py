@@ -41,7 +41,7 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
 
 
 @functools.cache
-def _payee_by_tag() -> Select[tuple[str]]:
+def _payee_by_tag() -> Select[str]:
     # Built once, with a named parameter: every transfer and mint runs it.
     return select(AspNetUser.Id).where(
         AspNetUser.NormalizedAzureTag
