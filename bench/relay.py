@@ -1,11 +1,16 @@
 """Benchmark: the notice relay's delivery rate on PostgreSQL, beside the floor it cannot beat.
 
-    python -m bench.relay [--rows 3000] [--batch1-rows 600]
+    python -m bench.relay [--rows 3000] [--batch1-rows 600] [--rounds 3]
 
 Creates its own PostgreSQL database (dropped at the end), migrates it, and measures, in one run:
 
 - floor: per row, an exclusive create + write + fsync of a notice-sized file and one committed
   UPDATE of the row; no claim, no lease, no evidence, no rendering (what any relay must pay);
+- floor + durable name: the same, with the file delivered by the pickup transport itself
+  (temporary, fsync, link, fsync of the directory, unlink), so the name survives a crash before
+  the mark (ADR-0048 D3);
+- floor + durable name + render: and each notice rendered from its row (what every relay that
+  keeps D3 and sends a message per notice pays, before claims, leases and evidence);
 - relay, batch 100: one runner's NoticeSweep in a loop, into a local temporary directory;
 - relay, batch 1: the same with Notices:BatchSize 1 (a claim, a renew and a re-read per row).
 
@@ -21,10 +26,11 @@ import contextlib
 import logging
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, create_engine, insert, select, text, update
@@ -36,6 +42,7 @@ from shared.db import migrate
 from shared.db.engine import build_engine
 from shared.db.schema import AspNetUser, AuditEvent, NoticeKind, SubscriberNotice
 from shared.notices.render import render_notice
+from shared.notices.transports import PickupDirectoryTransport
 from shared.settings import load_settings
 
 ADMIN_URL = os.environ.get(
@@ -124,30 +131,47 @@ def _owe(engine: Engine, count: int) -> list[uuid.UUID]:
     return ids
 
 
-def _floor(engine: Engine, ids: list[uuid.UUID], directory: str) -> float:
-    """Exclusive create + write + fsync + one committed UPDATE per row; rows per second."""
-    sample = render_notice(
-        notice_id=ids[0],
-        kind=NoticeKind.PIN_CHANGED,
-        occurred_at=datetime.now(UTC),
-        address="bench0@example.com",
-        contact="AzureBank security desk, +44 20 7946 0000",
-        now=datetime.now(UTC),
-    )
+def _floor(
+    engine: Engine,
+    ids: list[uuid.UUID],
+    directory: str,
+    *,
+    durable_name: bool = False,
+    render: bool = False,
+) -> float:
+    """Exclusive create + write + fsync + one committed UPDATE per row; rows per second.
+    `durable_name` delivers through the pickup transport instead; `render` renders each row."""
+    transport = PickupDirectoryTransport(directory)
+
+    def message(notice_id: uuid.UUID) -> bytes:
+        return render_notice(
+            notice_id=notice_id,
+            kind=NoticeKind.PIN_CHANGED,
+            occurred_at=datetime.now(UTC),
+            address=f"bench{notice_id.int % USERS}@example.com",
+            contact="AzureBank security desk, +44 20 7946 0000",
+            now=datetime.now(UTC),
+        )
+
+    sample = message(ids[0])
     table = SubscriberNotice.__table__
     started = time.perf_counter()
     with engine.connect() as connection:
         for notice_id in ids:
-            fd = os.open(
-                os.path.join(directory, f"{notice_id}.eml"),
-                os.O_CREAT | os.O_EXCL | os.O_WRONLY,
-                0o600,
-            )
-            try:
-                os.write(fd, sample)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            body = message(notice_id) if render else sample
+            if durable_name:
+                transport.deliver(notice_id, body)
+            else:
+                fd = os.open(
+                    os.path.join(directory, f"{notice_id}.eml"),
+                    os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                    0o600,
+                )
+                try:
+                    os.write(fd, body)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
             connection.execute(
                 update(table)
                 .where(table.c.Id == notice_id, table.c.DeliveredAt.is_(None))
@@ -188,6 +212,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=3000, help="rows for the floor and batch 100")
     parser.add_argument("--batch1-rows", type=int, default=600, help="rows for batch 1")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, order rotated")
     args = parser.parse_args()
 
     # Information per delivered notice (ADR-0048 D7) is formatted, then dropped.
@@ -200,14 +225,29 @@ def main() -> None:
         directories.append(tempfile.mkdtemp(prefix="azurebank-bench-pickup-"))
         return directories[-1]
 
+    # Each round runs every measurement once, in an order rotated per round, so the disk's and
+    # the other cores' drift hits all of them alike; ratios are taken within a round.
+    measurements: dict[str, Callable[[Engine], float]] = {
+        "floor": lambda e: _floor(e, _owe(e, args.rows), directory()),
+        "named": lambda e: _floor(e, _owe(e, args.rows), directory(), durable_name=True),
+        "rendered": lambda e: _floor(
+            e, _owe(e, args.rows), directory(), durable_name=True, render=True
+        ),
+        "batch100": lambda e: _relay(e, len(_owe(e, args.rows)), directory(), batch=100),
+        "batch1": lambda e: _relay(e, len(_owe(e, args.batch1_rows)), directory(), batch=1),
+    }
+    rounds: list[dict[str, float]] = []
     try:
         with bench_database() as url:
             migrate.upgrade(url)
             engine = build_engine(url)
             try:
-                floor = _floor(engine, _owe(engine, args.rows), directory())
-                batch100 = _relay(engine, len(_owe(engine, args.rows)), directory(), batch=100)
-                batch1 = _relay(engine, len(_owe(engine, args.batch1_rows)), directory(), batch=1)
+                names = list(measurements)
+                for round_ in range(args.rounds):
+                    shift = round_ % len(names)
+                    rounds.append(
+                        {n: measurements[n](engine) for n in names[shift:] + names[:shift]}
+                    )
             finally:
                 engine.dispose()
     finally:
@@ -215,16 +255,32 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
         null.close()
 
+    def rate(name: str) -> float:
+        return statistics.median(r[name] for r in rounds)
+
+    def ratio(top: str, bottom: str) -> str:
+        each = [r[top] / r[bottom] for r in rounds]
+        spread = ", ".join(f"{x:.2f}" for x in each)
+        return f"{statistics.median(each):5.2f}   (rounds: {spread})"
+
     print(
-        f"notice relay on PostgreSQL, one runner, local temporary directory ({os.cpu_count()} CPUs)"
+        f"notice relay on PostgreSQL, one runner, local temporary directory ({os.cpu_count()} "
+        f"CPUs); median of {args.rounds} rounds, order rotated"
     )
-    print(f"  floor (create+write+fsync+1 UPDATE): {floor:8.0f} rows/s   ({args.rows} rows)")
-    print(f"  relay, batch 100:                    {batch100:8.0f} rows/s   ({args.rows} rows)")
+    rows = f"({args.rows} rows a round)"
+    print(f"  floor (create+write+fsync+1 UPDATE): {rate('floor'):8.0f} rows/s   {rows}")
+    print(f"  floor + durable name:                {rate('named'):8.0f} rows/s   {rows}")
+    print(f"  floor + durable name + render:       {rate('rendered'):8.0f} rows/s   {rows}")
+    print(f"  relay, batch 100:                    {rate('batch100'):8.0f} rows/s   {rows}")
     print(
-        f"  relay, batch 1:                      {batch1:8.0f} rows/s   ({args.batch1_rows} rows)"
+        f"  relay, batch 1:                      {rate('batch1'):8.0f} rows/s   "
+        f"({args.batch1_rows} rows a round)"
     )
-    print(f"  relay batch 100 / floor:             {batch100 / floor:8.2f}")
-    print(f"  relay batch 100 / batch 1:           {batch100 / batch1:8.2f}")
+    print(f"  floor + durable name / floor:          {ratio('named', 'floor')}")
+    print(f"  floor + durable name + render / floor: {ratio('rendered', 'floor')}")
+    print(f"  relay batch 100 / floor:               {ratio('batch100', 'floor')}")
+    print(f"  relay batch 100 / (floor + name + render): {ratio('batch100', 'rendered')}")
+    print(f"  relay batch 100 / batch 1:             {ratio('batch100', 'batch1')}")
 
 
 if __name__ == "__main__":

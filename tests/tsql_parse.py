@@ -228,12 +228,7 @@ PER_DIALECT_SQL: tuple[DialectTwins, ...] = (
     ),
     DialectTwins(
         module="shared.money.applock_sql",
-        others={
-            "postgresql": lambda: [
-                applock_sql.postgresql_lock_timeout(),
-                applock_sql.postgresql_advisory_lock(),
-            ]
-        },
+        others={"postgresql": lambda: [applock_sql.postgresql_advisory_lock()]},
         mssql=lambda: [UNPARSABLE_BATCHES[0].statement()],
     ),
     DialectTwins(

@@ -8,8 +8,8 @@ fault (503 LOCK_TIMEOUT), never the 422.
 
     SQL Server  sp_getapplock on 'daily-limit:{userId}', Exclusive, owned by the transaction, with
                 @LockTimeout; the batch THROWs on a negative return, which the driver would not see
-    PostgreSQL  a transaction-local lock_timeout, then pg_advisory_xact_lock on a 64-bit hash of
-                'daily-limit:{userId}' (released at commit or rollback)
+    PostgreSQL  one statement: a transaction-local lock_timeout, then pg_advisory_xact_lock on a
+                64-bit hash of 'daily-limit:{userId}' (released at commit or rollback)
     SQLite      one writer at a time: the unit of work BEGINs IMMEDIATE with the busy timeout set
                 to the lock timeout, so the database's write lock is the application lock
 """
@@ -52,17 +52,17 @@ def mssql_applock_batch() -> TextClause:
     )
 
 
-def postgresql_lock_timeout() -> TextClause:
-    """PostgreSQL: `SET LOCAL lock_timeout = $1` is a syntax error; set_config(…, true) is the
-    transaction-local form that takes a bound value (FACTS)."""
-    return text("SELECT set_config('lock_timeout', :timeout, true)")
-
-
 def postgresql_advisory_lock() -> TextClause:
-    """PostgreSQL: a transaction-scoped advisory lock on a 64-bit hash of the resource name."""
+    """PostgreSQL, one statement: a transaction-local lock_timeout, then a transaction-scoped
+    advisory lock on a 64-bit hash of the resource name. `SET LOCAL lock_timeout = $1` is a
+    syntax error; set_config(…, true) is the transaction-local form that takes a bound value
+    (FACTS). The timeout is set in a FROM subquery, which PostgreSQL evaluates (and, being
+    volatile, never flattens) before the select list waits for the lock; one statement instead
+    of two saves every transfer a round trip before the sum."""
     return text(
         "SELECT pg_advisory_xact_lock("
-        "hashtextextended('daily-limit:' || CAST(:user_id AS text), 0))"
+        "hashtextextended('daily-limit:' || CAST(:user_id AS text), 0)) "
+        "FROM (SELECT set_config('lock_timeout', :timeout, true)) AS lock_wait"
     )
 
 
@@ -74,8 +74,9 @@ def _take_mssql(session: Session, user_id: str, timeout_seconds: int) -> None:
 
 
 def _take_postgresql(session: Session, user_id: str, timeout_seconds: int) -> None:
-    session.execute(postgresql_lock_timeout(), {"timeout": f"{timeout_seconds * 1000}ms"})
-    session.execute(postgresql_advisory_lock(), {"user_id": user_id})
+    session.execute(
+        postgresql_advisory_lock(), {"timeout": f"{timeout_seconds * 1000}ms", "user_id": user_id}
+    )
 
 
 def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) -> None:

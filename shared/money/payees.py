@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser
@@ -29,9 +30,7 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
         raise PayeeNotFound()
     # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
     # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
-    user_id = session.scalar(
-        select(AspNetUser.Id).where(AspNetUser.NormalizedAzureTag == func.upper(azure_tag))
-    )
+    user_id = session.scalar(_payee_by_tag(), {"azure_tag": azure_tag})
     if user_id is None:
         raise PayeeNotFound()
     if user_id == caller_id:
@@ -39,3 +38,12 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     if primary_account(session, user_id) is None:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
+
+
+@functools.cache
+def _payee_by_tag() -> Select[str]:
+    # Built once, with a named parameter: every transfer and mint runs it.
+    return select(AspNetUser.Id).where(
+        AspNetUser.NormalizedAzureTag
+        == func.upper(bindparam("azure_tag", type_=AspNetUser.AzureTag.type))
+    )

@@ -11,7 +11,6 @@ from shared.money.applock_sql import (
     lock_resource,
     mssql_applock_batch,
     postgresql_advisory_lock,
-    postgresql_lock_timeout,
 )
 
 
@@ -43,10 +42,8 @@ def test_postgresql_sets_a_transaction_local_lock_timeout_then_takes_an_xact_adv
 ):
     dialect = postgresql.dialect()
     # FACTS: `SET LOCAL lock_timeout = $1` is a syntax error; set_config(..., true) is local.
-    assert str(postgresql_lock_timeout().compile(dialect=dialect)) == (
-        "SELECT set_config('lock_timeout', %(timeout)s, true)"
-    )
     assert str(postgresql_advisory_lock().compile(dialect=dialect)) == (
         "SELECT pg_advisory_xact_lock("
-        "hashtextextended('daily-limit:' || CAST(%(user_id)s AS text), 0))"
+        "hashtextextended('daily-limit:' || CAST(%(user_id)s AS text), 0)) "
+        "FROM (SELECT set_config('lock_timeout', %(timeout)s, true)) AS lock_wait"
     )
