@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
+from shared.notices.pickup_guard import pickup_directory_problem
 from tests import tsql_parse
 from tests.leak_watch import (
     leak_watch,
@@ -243,6 +244,18 @@ def fresh_sqlserver_url() -> Iterator[str]:
             f"ALTER DATABASE [{name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; "
             f"DROP DATABASE [{name}]; END"
         )
+
+
+# --- the relay's pickup directory ------------------------------------------------------------
+
+
+@pytest.fixture
+def pickup(tmp_path: Path) -> Path:
+    """A fresh pickup directory of this test's own, outside any git tree (ADR-0048 D6)."""
+    directory = tmp_path / "pickup"
+    directory.mkdir()
+    assert pickup_directory_problem(directory) is None
+    return directory
 
 
 # --- the database fixtures --------------------------------------------------------------------

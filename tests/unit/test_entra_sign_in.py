@@ -20,7 +20,7 @@ from sqlalchemy import Engine, event
 
 from shared.db.engine import build_engine
 from tests.conftest import service_missing
-from tests.support import run_python
+from tests.support.checkout import run_python
 
 # msodbcsql.h: #define SQL_COPT_SS_ACCESS_TOKEN 1256
 SQL_COPT_SS_ACCESS_TOKEN = 1256

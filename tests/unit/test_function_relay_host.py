@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,27 +15,21 @@ import pytest
 from shared.bootstrap import start_function_host
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, SettingsError, load_settings
-from tests.runner_support import connection_attempts, hosted
-from tests.support import CHAIN_KEY
+from tests.support.connections import connection_attempts, unused_port
+from tests.support.hosts import CHAIN_KEY, CONTACT, hosted
 
 RELAY_LOGGER = "azurebank.notices.relay"
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _settings(tmp_path: Path, runner: str = "Function", **extra: str) -> Settings:
     pickup = tmp_path / "pickup"
     pickup.mkdir(exist_ok=True)
     env = {
-        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing",
+        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{unused_port()}/nothing",
         "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": "AzureBank support, +1 555 0100",
+        "Notices__Contact": CONTACT,
     }
     env.update(extra)
     return load_settings(env)

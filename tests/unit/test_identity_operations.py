@@ -14,7 +14,8 @@ from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from api_funcs.functions import OPERATIONS
 from shared.settings import load_settings
-from tests.support import CHAIN_KEY, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY
 
 IDENTITY_OPERATIONS = {
     "accounts": ("accounts", ["GET"]),

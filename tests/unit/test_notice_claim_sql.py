@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.dialects import mssql, postgresql, sqlite
 
 from shared.notices.claim_sql import MSSQL_CLAIM_HINT, claim_statement
-from tests.support import run_python
+from tests.support.checkout import run_python
 
 NOW = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 

@@ -25,8 +25,7 @@ from api_funcs.served import attach_relay
 from shared.bootstrap import hosted_relay
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.runner_support import hosted
-from tests.support import CHAIN_KEY
+from tests.support.hosts import CHAIN_KEY, CONTACT, hosted
 
 RELAY_LOGGER = "azurebank.notices.relay"
 # Generous bounds: the machine is shared and slow; nothing here asserts speed.
@@ -41,7 +40,7 @@ def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
         "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": runner,
         "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": "AzureBank support, +1 555 0100",
+        "Notices__Contact": CONTACT,
         "Notices__PeriodSeconds": "1",
         "Notices__LeaseSeconds": "3",
     }

@@ -33,7 +33,7 @@ from shared.money.transfer_write_sql import (
     parameters,
     postgresql_transfer_write,
 )
-from tests.support import run_python
+from tests.support.checkout import run_python
 
 # Every row the transfer writes after the tail lock, in the order the batch writes them: the two
 # balances first (in the order the caller sorted them), the tail last but the record.

@@ -19,7 +19,7 @@ from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent
 from shared.db.uow import unit_of_work
 from tests.integration.audit.audit_cli import run_audit_verify
-from tests.support import CHAIN_KEY
+from tests.support.hosts import CHAIN_KEY
 
 KEY = base64.b64decode(CHAIN_KEY)
 

@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 
 from api_funcs.functions import OPERATIONS, PAGES
-from tests.support import CHAIN_KEY, closed_port, run_python
+from tests.support.checkout import run_python
+from tests.support.connections import unused_port
+from tests.support.hosts import CHAIN_KEY
 
 
 @pytest.fixture(scope="module")
 def indexed() -> dict[str, Any]:
     """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
     process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
-    port = closed_port()
+    port = unused_port()
     code = textwrap.dedent(
         """
         import json, socket

@@ -20,7 +20,8 @@ import pytest
 from azurebank_cli import exits
 from azurebank_cli.main import main
 from shared.settings import check_host, load_settings
-from tests.support import CHAIN_KEY, CONTACT, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY, CONTACT
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "local.settings.sample.json"

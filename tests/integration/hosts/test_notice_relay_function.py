@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.runner_support import notice_state, owe_notices
-from tests.support import CHAIN_KEY, CONTACT, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY, CONTACT
+from tests.support.notices import just_now, notice_row, owed_notices
 
 _HOST = textwrap.dedent(
     """
@@ -79,17 +80,10 @@ def _relay_lines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["name"].startswith("azurebank.notices")]
 
 
-@pytest.fixture
-def pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory
-
-
 def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_logged(
     sqlite_url: str, pickup: Path
 ) -> None:
-    (first,) = owe_notices(sqlite_url)
+    first = owed_notices(sqlite_url, start=just_now())[0].id
     result = _run_host(
         _environ(sqlite_url, pickup, "Function"),
         [{"past_due": True}, {"past_due": False}],
@@ -101,7 +95,7 @@ def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_l
 
     late, on_time = result["steps"]
     assert late["files"] == [f"{first}.eml"]
-    assert notice_state(sqlite_url, first).delivered_at is not None
+    assert notice_row(sqlite_url, first).DeliveredAt is not None
     assert any(
         r["level"] == "WARNING" and "late (past due)" in r["message"] for r in late["records"]
     )
@@ -116,7 +110,7 @@ def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_l
 def test_adr_0051_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
     runner: str, sqlite_url: str, pickup: Path
 ) -> None:
-    (notice,) = owe_notices(sqlite_url)
+    notice = owed_notices(sqlite_url, start=just_now())[0].id
     result = _run_host(
         _environ(sqlite_url, pickup, runner),
         [{"past_due": True}, {"past_due": False}, {"past_due": False}],
@@ -127,13 +121,13 @@ def test_adr_0051_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sw
     for step in result["steps"]:
         assert step["files"] == []
         assert _relay_lines(step["records"]) == []  # not even the late tick: it returns at once
-    assert notice_state(sqlite_url, notice).delivered_at is None
+    assert notice_row(sqlite_url, notice).DeliveredAt is None
 
 
 def test_adr_0048_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_tick_delivers(
     sqlite_url: str, pickup: Path
 ) -> None:
-    (notice,) = owe_notices(sqlite_url)
+    notice = owed_notices(sqlite_url, start=just_now())[0].id
     db = sqlite_url.removeprefix("sqlite:///")
     result = _run_host(
         _environ(sqlite_url, pickup, "Function"),
@@ -152,5 +146,5 @@ def test_adr_0048_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_ti
     assert all(str(pickup) not in r["message"] and db not in r["message"] for r in errors)
     assert failed["files"] == []
     assert recovered["files"] == [f"{notice}.eml"]
-    assert notice_state(sqlite_url, notice).delivered_at is not None
+    assert notice_row(sqlite_url, notice).DeliveredAt is not None
     assert uuid.UUID(recovered["files"][0].removesuffix(".eml")) == notice

@@ -25,7 +25,9 @@ from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
 from tests.leak_watch import LeakWatch
-from tests.support import api_client, bearer, host_environ, host_settings, make_user
+from tests.support.hosts import api_client, host_environ, host_settings
+from tests.support.tokens import bearer
+from tests.support.users import make_user
 
 PASSWORD = "a long and honest passphrase 7"
 # Six digits, so a PIN cannot turn up by chance inside a hex trace id or a uuid.

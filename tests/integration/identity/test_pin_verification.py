@@ -29,7 +29,7 @@ from shared.identity.pins import (
 )
 from shared.settings import PinSettings
 from tests.leak_watch import LeakWatch
-from tests.support import FAST_HASH, make_user
+from tests.support.users import FAST_HASH, make_user
 
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 # Six digits, so neither can turn up by chance in a timestamp or an id the leak watch reads.

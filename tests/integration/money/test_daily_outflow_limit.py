@@ -18,7 +18,7 @@ from shared.db.uow import unit_of_work
 from shared.money.accounts import post_entry
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
 from shared.money.refusals import DailyLimitExceeded
-from tests.support import make_user
+from tests.support.users import make_user
 
 DAY = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 MIDNIGHT = datetime(2026, 9, 7, tzinfo=UTC)

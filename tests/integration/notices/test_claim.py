@@ -14,7 +14,7 @@ from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import (
+from tests.support.notices import (
     FailingTransport,
     RacingTransport,
     SlowTransport,

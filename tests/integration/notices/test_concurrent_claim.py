@@ -29,7 +29,8 @@ from shared.db.uow import unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import CONTACT, owed_notices
+from tests.support.hosts import CONTACT
+from tests.support.notices import owed_notices
 
 pytestmark = [pytest.mark.timeout(240)]
 
