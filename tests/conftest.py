@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +105,34 @@ def secret_shapes_in_logs(
         for kind in secret_shapes_in(record_text(record))
     }
     assert not leaks, sorted(leaks)
+
+
+_UNIT_RING = Path(__file__).resolve().parent / "unit"
+
+
+class _NoInterpreter(subprocess.Popen):  # type: ignore[type-arg]
+    """subprocess.Popen for a unit test: any other program runs (the pickup guard asks git),
+    an interpreter is refused."""
+
+    def __init__(self, args: Any, *rest: Any, **options: Any) -> None:
+        program = args if isinstance(args, str | bytes | os.PathLike) else args[0]
+        first = os.fsdecode(program).split()[0]
+        if first == sys.executable or Path(first).name.startswith("python"):
+            raise AssertionError(
+                "a unit test starts an interpreter; it belongs in tests/integration/<behaviour>/"
+            )
+        super().__init__(args, *rest, **options)
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_interpreter(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/unit does no I/O beyond reading the checkout's files: an interpreter it starts, by
+    any road through subprocess, fails the test (tests/unit/test_unit_ring_spawns_nothing.py
+    checks the imports)."""
+    if _UNIT_RING in Path(request.node.path).parents:
+        monkeypatch.setattr(subprocess, "Popen", _NoInterpreter)
 
 
 @pytest.fixture(autouse=True, scope="session")

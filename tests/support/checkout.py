@@ -9,6 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The two files nothing here runs (no Docker, no GitHub Actions): their schemas and values are
+# checked instead.
+COMPOSE = REPO / "compose.yaml"
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
 
 
 def run_python(

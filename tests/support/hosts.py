@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi.routing import iter_route_contexts
@@ -30,6 +31,20 @@ def host_environ(db_url: str, **overrides: str) -> dict[str, str]:
         "Database__Url": db_url,
         "Auth__SigningKey": SIGNING_KEY,
         "Audit__ChainKey": CHAIN_KEY,
+    }
+    env.update(overrides)
+    return env
+
+
+def relay_environ(db_url: str, pickup: Path, runner: str, **overrides: str) -> dict[str, str]:
+    """A host's environment with the relay's section complete (ADR-0048 D6): the flag set to
+    `runner`, the pickup directory, the contact."""
+    env = {
+        "Database__Url": db_url,
+        "Audit__ChainKey": CHAIN_KEY,
+        "Notices__Runner": runner,
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": CONTACT,
     }
     env.update(overrides)
     return env

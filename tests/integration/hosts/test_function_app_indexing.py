@@ -87,3 +87,25 @@ def test_every_operation_is_one_named_http_function_with_its_route_methods_and_a
         anonymous = {"health", "ready", *(page.name for page in PAGES)}
         expected = "ANONYMOUS" if op.name in anonymous else "FUNCTION"
         assert trigger["authLevel"] == expected, op.name
+
+
+# DESIGN §2, §5: the identity operations, `pin_enrol` and `pin_change` two Functions on one
+# route told apart by method.
+IDENTITY_OPERATIONS = {
+    "accounts": ("accounts", ["GET"]),
+    "pin_enrol": ("pin", ["POST"]),
+    "pin_change": ("pin", ["PUT"]),
+}
+
+
+def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route(
+    indexed: dict[str, Any],
+) -> None:
+    for name, (route, methods) in IDENTITY_OPERATIONS.items():
+        trigger = _http_trigger(indexed["functions"][name])
+        assert trigger is not None, name
+        assert [trigger["route"], trigger["methods"], trigger["authLevel"]] == [
+            route,
+            methods,
+            "FUNCTION",
+        ]

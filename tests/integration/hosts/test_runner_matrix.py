@@ -22,7 +22,7 @@ from shared.bootstrap import start_function_host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.support.connections import connection_attempts, unused_port
-from tests.support.hosts import CHAIN_KEY, CONTACT
+from tests.support.hosts import relay_environ
 from tests.support.notices import just_now, notice_row, owed_notices
 
 RELAY_LOGGER = "azurebank.notices.relay"
@@ -30,15 +30,7 @@ RELAY_LOGGER = "azurebank.notices.relay"
 
 def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
     # Both hosts' checks pass whatever the flag: the target and contact are set for both.
-    return load_settings(
-        {
-            "Database__Url": db_url,
-            "Audit__ChainKey": CHAIN_KEY,
-            "Notices__Runner": runner,
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": CONTACT,
-        }
-    )
+    return load_settings(relay_environ(db_url, pickup, runner))
 
 
 def _drive_function_host(settings: Settings) -> None:
@@ -100,12 +92,13 @@ def test_d1_exactly_the_host_the_flag_names_delivers(
     ("host", "runner"),
     [("function", "None"), ("function", "Api"), ("serve", "None"), ("serve", "Function")],
 )
-def test_adr_0051_d4_a_host_not_named_returns_at_once_without_touching_the_database(
+def test_d4_a_host_not_named_returns_at_once_without_touching_the_database(
     host: str,
     runner: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """ADR-0051 D4: a host the flag does not name returns at once and opens no connection."""
     # A database nobody listens on: any attempt to use it would also be an Error line.
     url = f"postgresql+psycopg://nobody@127.0.0.1:{unused_port()}/nothing"
     pickup = tmp_path / "pickup"

@@ -119,7 +119,7 @@ def _problem(response: Any, status: int, code: str) -> dict[str, Any]:
     return body
 
 
-# --- acceptance 2: one save, one audit row, one notice naming it ------------------------------
+# --- ADR-0052 D5: one save, one audit row, one notice naming it --------------------------------
 
 
 def test_enrolment_writes_the_pin_one_audit_row_and_one_owed_notice_naming_it(
@@ -292,7 +292,7 @@ def test_a_malformed_new_pin_is_400_and_spends_no_attempt(caller: Caller) -> Non
     assert caller.state()["count"] == 0
 
 
-# --- acceptance 4: the lockout, on the injected clock -----------------------------------------
+# --- the lockout, on the injected clock (DESIGN §7) -------------------------------------------
 
 
 def test_five_wrong_pins_lock_the_sixth_right_pin_is_429_and_after_pin_lockout_end_it_works(

@@ -114,7 +114,8 @@ def test_d1_the_window_is_the_utc_day_start_inclusive_next_midnight_exclusive(
     assert _used(db_url, user.user_id, evening_in_new_york) == 1000
 
 
-def test_check_refuses_above_the_limit_inclusive_with_the_d7_figures(db_url: str) -> None:
+def test_d7_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str) -> None:
+    """ADR-0050 D7: the check allows exactly the limit and refuses above it, with the figures."""
     user = make_user(db_url)
     _row(db_url, user.account_ids[0], "4000", DAY)
     limit = DailyOutflowLimit(Decimal(5000), FakeClock(DAY))

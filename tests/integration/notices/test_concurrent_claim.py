@@ -1,5 +1,5 @@
-"""Acceptance 1 (ADR-0048 D2): two runners claiming concurrently on PostgreSQL (and, opt-in, SQL
-Server) deliver each of 2,000 owed rows exactly once, refuse no file, and never claim a row under
+"""ADR-0048 D2: two runners claiming concurrently on PostgreSQL (and, opt-in, SQL Server)
+deliver each of 2,000 owed rows exactly once, refuse no file, and never claim a row under
 two leases.
 
 On PostgreSQL the witness is the database's own: a trigger records every change of `LeasedBy` to a

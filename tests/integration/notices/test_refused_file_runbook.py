@@ -19,10 +19,11 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, load_settings
-from tests.support.hosts import CHAIN_KEY, CONTACT
+from tests.support.checkout import REPO
+from tests.support.hosts import relay_environ
 from tests.support.notices import just_now, notice_row, owed_notices
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
+DOC = REPO / "docs" / "operations.md"
 EXAMPLE_ID = uuid.UUID("0b7c1a6e-1f4e-4b8e-9d7e-2a3c4d5e6f01")
 LABELS = {"postgresql": "PostgreSQL:", "sqlite": "SQLite", "mssql": "SQL Server:"}
 
@@ -39,15 +40,7 @@ def runbook_sql(dialect: str) -> str:
 def _refused(
     db_url: str, pickup: Path, clock: FakeClock
 ) -> tuple[HostedRelay, uuid.UUID, Settings]:
-    settings = load_settings(
-        {
-            "Database__Url": db_url,
-            "Audit__ChainKey": CHAIN_KEY,
-            "Notices__Runner": "Function",
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": CONTACT,
-        }
-    )
+    settings = load_settings(relay_environ(db_url, pickup, "Function"))
     notice = owed_notices(db_url, start=just_now())[0].id
     # A file left by a runner that died before its mark (D3).
     (pickup / f"{notice}.eml").write_bytes(b"left behind\n")
