@@ -1,6 +1,8 @@
 """Fixtures every ring shares: hermetic settings, a migrated SQLite file per test, a PostgreSQL
 database per run (unique name, migrated, dropped), a SQL Server database per test when
-AZUREBANK_TEST_SQLSERVER holds a URL (opt-in), and the Azurite blob endpoint.
+AZUREBANK_TEST_SQLSERVER holds a URL (opt-in), the Azurite blob endpoint, and the relay's pickup
+directory; the leak watch over every test, and no interpreter started from the unit ring. The
+helpers are in tests/support/, one module per concern.
 
 Under CI=true a suite that would be skipped for a missing service fails instead: a green run must
 mean the PostgreSQL and Azurite suites ran. SQL Server is opt-in: its skip stays a skip.
@@ -28,22 +30,20 @@ from sqlalchemy.engine import make_url
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
 from shared.notices.pickup_guard import pickup_directory_problem
-from tests import tsql_parse
-from tests.leak_watch import (
+from tests.support import tsql_parse
+from tests.support.leak_watch import (
     leak_watch,
     record_text,
     secret_shapes_in,
     watching_server_loggers,
 )
+from tests.support.services import SQLSERVER_SKIP, SQLSERVER_URL, service_missing, sqlserver_param
 
 __all__ = ["leak_watch"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
-# Opt-in (DESIGN §3): a SQLAlchemy URL of a SQL Server on which this suite may create databases.
-SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
-SQLSERVER_SKIP = "AZUREBANK_TEST_SQLSERVER is not set (opt-in: a SQL Server URL)"
 AZURITE_BLOB_ENDPOINT = os.environ.get(
     "AZUREBANK_TEST_AZURITE_BLOB", "http://127.0.0.1:10000/devstoreaccount1"
 )
@@ -68,13 +68,6 @@ _SETTING_SECTIONS = (
 settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")
-
-
-def service_missing(what: str) -> None:
-    """Skip locally; fail under CI, where every service must be there."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} is not available, and CI=true requires every suite to run")
-    pytest.skip(f"{what} is not available")
 
 
 @pytest.fixture(autouse=True)
@@ -229,18 +222,6 @@ def fresh_postgres_url(_postgres_template: str) -> Iterator[str]:
 # --- SQL Server (opt-in) ---------------------------------------------------------------------
 
 
-def sqlserver_param(reason: str | None = None) -> Any:
-    """The `sqlserver` parameter of a database fixture: marked, and skipped (never failed, even
-    under CI=true) while AZUREBANK_TEST_SQLSERVER is unset, or always, for `reason`, by a test that
-    cannot run there."""
-    marks = [pytest.mark.sqlserver]
-    if reason is not None:
-        marks.append(pytest.mark.skip(reason=reason))
-    else:
-        marks.append(pytest.mark.skipif(not SQLSERVER_URL, reason=SQLSERVER_SKIP))
-    return pytest.param("sqlserver", marks=marks)
-
-
 def _on_sqlserver_master(statement: str) -> None:
     # CREATE and DROP DATABASE refuse to run inside a transaction.
     admin = build_engine(make_url(SQLSERVER_URL).set(database="master"))
@@ -338,7 +319,7 @@ def azurite_connection_string() -> str:
     )
 
 
-# --- every statement the code executes, parsed as T-SQL (tests/tsql_parse.py) ----------------
+# --- every statement the code executes, parsed as T-SQL (tests/support/tsql_parse.py) --------
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve_process import clean_environ, wait_for
 from tests.support.checkout import REPO
 from tests.support.connections import unused_port
+from tests.support.served import clean_environ, wait_for
 
 RUN_SH = REPO / "scripts" / "run.sh"
 WAIT = 180.0  # seconds: the script migrates, seeds two users and starts a server first

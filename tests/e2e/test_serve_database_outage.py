@@ -14,9 +14,9 @@ import pytest
 from shared.clock import SystemClock
 from shared.identity.tokens import issue_token
 from shared.settings import load_settings
-from tests.e2e.serve_process import clean_environ, served
 from tests.support.connections import unused_port
 from tests.support.hosts import SIGNING_KEY
+from tests.support.served import clean_environ, served
 
 
 @pytest.mark.e2e

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve_process import CLI, ServedProcess, clean_environ, served, wait_for
 from tests.support.hosts import CONTACT
 from tests.support.notices import just_now, notice_row, owed_count, owed_notices
+from tests.support.served import CLI, ServedProcess, clean_environ, served, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,13 @@
 - `users`: the one `add_user` (and `make_user`, committed), PINs;
 - `tokens`: a bearer token for a user;
 - `money`: the money path through HTTP (`Bank`, `open_bank`, the operations' paths);
-- `notices`: owed notices, their rows read back, a sweep, honest failing transports.
+- `notices`: owed notices, their rows read back, a sweep, honest failing transports;
+- `audit`: `azurebank audit verify` run as a process;
+- `jwks`: a local JWKS endpoint serving the test's keys;
+- `served`: real `azurebank` processes for the e2e ring;
+- `services`: a missing service is a skip locally and a failure under CI=true;
+- `leak_watch`: no secret in any log record or body;
+- `tsql_parse`: every statement the code executes, parsed as T-SQL.
 
 Fixtures live in the conftest.py files. The contract tests, which stay as written, import their
 helpers from the package itself: those names are re-exported here and nowhere else.

@@ -19,7 +19,7 @@ from azure.core.credentials import AccessToken, TokenCredential
 from sqlalchemy import Engine, event
 
 from shared.db.engine import build_engine
-from tests.conftest import service_missing
+from tests.support.services import service_missing
 
 # msodbcsql.h: #define SQL_COPT_SS_ACCESS_TOKEN 1256
 SQL_COPT_SS_ACCESS_TOKEN = 1256

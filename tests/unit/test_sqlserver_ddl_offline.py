@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mssql
 
 from shared.db.migrate import offline_sql
-from tests import tsql_parse
+from tests.support import tsql_parse
 
 MSSQL_URL = "mssql+pyodbc://u:p@h/db?driver=ODBC+Driver+18+for+SQL+Server"
 
@@ -46,7 +46,7 @@ def test_the_offline_ddl_is_returned_not_printed(capsys: pytest.CaptureFixture[s
 
 def test_every_statement_of_the_sql_server_ddl_parses_as_t_sql(ddl: str) -> None:
     """DESIGN §3: the migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
-    statement (tests/tsql_parse.py counts them with the executed statements)."""
+    statement (tests/support/tsql_parse.py counts them with the executed statements)."""
     assert tsql_parse.check_ddl(ddl) >= 20
 
 

@@ -1,15 +1,16 @@
 """DESIGN §3: the SQL Server forms of the per-dialect SQL modules parse as T-SQL, the one list of
-batches sqlglot cannot parse stays honest, and a broken table hint is caught (tests/tsql_parse.py
-checks every other statement while the SQLite and PostgreSQL suites run)."""
+batches sqlglot cannot parse stays honest, and a broken table hint is caught
+(tests/support/tsql_parse.py checks every other statement while the SQLite and PostgreSQL suites
+run)."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tests import tsql_parse
+from tests.support import tsql_parse
 from tests.support.checkout import REPO
-from tests.tsql_parse import PER_DIALECT_SQL, UNPARSABLE_BATCHES, parse_problem, tsql_text
+from tests.support.tsql_parse import PER_DIALECT_SQL, UNPARSABLE_BATCHES, parse_problem, tsql_text
 
 _UNPARSABLE_TEXTS = {tsql_text(batch.statement()) for batch in UNPARSABLE_BATCHES}
 

@@ -18,7 +18,7 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent
 from shared.db.uow import unit_of_work
-from tests.integration.audit.audit_cli import run_audit_verify
+from tests.support.audit import run_audit_verify
 from tests.support.hosts import CHAIN_KEY
 
 KEY = base64.b64decode(CHAIN_KEY)

@@ -24,8 +24,8 @@ from shared.db.schema import AspNetUser, AuditChainTail, AuditEvent, SubscriberN
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
-from tests.leak_watch import LeakWatch
 from tests.support.hosts import api_client, host_environ, host_settings
+from tests.support.leak_watch import LeakWatch
 from tests.support.tokens import bearer
 from tests.support.users import make_user
 

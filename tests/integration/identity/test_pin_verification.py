@@ -28,7 +28,7 @@ from shared.identity.pins import (
     verify_pin,
 )
 from shared.settings import PinSettings
-from tests.leak_watch import LeakWatch
+from tests.support.leak_watch import LeakWatch
 from tests.support.users import enrol_pin, make_user
 
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"

@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 
 from shared.settings import Settings
-from tests.leak_watch import assert_no_secret_shapes
 from tests.support.checkout import REPO
 from tests.support.connections import unused_port
 from tests.support.hosts import CHAIN_KEY
+from tests.support.leak_watch import assert_no_secret_shapes
 
 CLI = (sys.executable, "-m", "azurebank_cli")
 WAIT = 60.0  # seconds: a bound on a slow shared machine, not a speed claim
