@@ -54,6 +54,17 @@ class Bank:
         """A bearer token issued now, on the bank's clock (tests move the clock by hours)."""
         return bearer(self.settings, self.clock, who.user_id)
 
+    @staticmethod
+    def _payment(
+        who: User, amount: Any, payee: User | str, account: uuid.UUID | None
+    ) -> dict[str, Any]:
+        """What mint and transfer both send: the account, the payee's tag, the amount."""
+        return {
+            "accountId": str(account or who.primary),
+            "recipientAzureTag": payee if isinstance(payee, str) else payee.tag,
+            "amount": amount,
+        }
+
     def mint(
         self,
         who: User,
@@ -63,11 +74,7 @@ class Bank:
         account: uuid.UUID | None = None,
         pin: str | None = PIN,
     ) -> httpx.Response:
-        body: dict[str, Any] = {
-            "accountId": str(account or who.primary),
-            "recipientAzureTag": payee if isinstance(payee, str) else payee.tag,
-            "amount": amount,
-        }
+        body = self._payment(who, amount, payee, account)
         if pin is not None:
             body["pin"] = pin
         return self.client.post(MINT, json=body, headers=self.headers(who))
@@ -82,11 +89,7 @@ class Bank:
         account: uuid.UUID | None = None,
         key: str | None = None,
     ) -> httpx.Response:
-        body: dict[str, Any] = {
-            "accountId": str(account or who.primary),
-            "recipientAzureTag": payee if isinstance(payee, str) else payee.tag,
-            "amount": amount,
-        }
+        body = self._payment(who, amount, payee, account)
         if authorization_id is not None:
             body["authorizationId"] = authorization_id
         return self.client.post(
