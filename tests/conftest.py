@@ -1,6 +1,8 @@
 """Fixtures every ring shares: hermetic settings, a migrated SQLite file per test, a PostgreSQL
 database per run (unique name, migrated, dropped), a SQL Server database per test when
-AZUREBANK_TEST_SQLSERVER holds a URL (opt-in), and the Azurite blob endpoint.
+AZUREBANK_TEST_SQLSERVER holds a URL (opt-in), the Azurite blob endpoint, and the relay's pickup
+directory; the leak watch over every test, and no interpreter started from the unit ring. The
+helpers are in tests/support/, one module per concern.
 
 Under CI=true a suite that would be skipped for a missing service fails instead: a green run must
 mean the PostgreSQL and Azurite suites ran. SQL Server is opt-in: its skip stays a skip.
@@ -12,6 +14,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,22 +29,21 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
-from tests import tsql_parse
-from tests.leak_watch import (
+from shared.notices.pickup_guard import pickup_directory_problem
+from tests.support import tsql_parse
+from tests.support.leak_watch import (
     leak_watch,
     record_text,
     secret_shapes_in,
     watching_server_loggers,
 )
+from tests.support.services import SQLSERVER_SKIP, SQLSERVER_URL, service_missing, sqlserver_param
 
 __all__ = ["leak_watch"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
-# Opt-in (DESIGN §3): a SQLAlchemy URL of a SQL Server on which this suite may create databases.
-SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
-SQLSERVER_SKIP = "AZUREBANK_TEST_SQLSERVER is not set (opt-in: a SQL Server URL)"
 AZURITE_BLOB_ENDPOINT = os.environ.get(
     "AZUREBANK_TEST_AZURITE_BLOB", "http://127.0.0.1:10000/devstoreaccount1"
 )
@@ -65,13 +68,6 @@ _SETTING_SECTIONS = (
 settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")
-
-
-def service_missing(what: str) -> None:
-    """Skip locally; fail under CI, where every service must be there."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} is not available, and CI=true requires every suite to run")
-    pytest.skip(f"{what} is not available")
 
 
 @pytest.fixture(autouse=True)
@@ -102,6 +98,34 @@ def secret_shapes_in_logs(
         for kind in secret_shapes_in(record_text(record))
     }
     assert not leaks, sorted(leaks)
+
+
+_UNIT_RING = Path(__file__).resolve().parent / "unit"
+
+
+class _NoInterpreter(subprocess.Popen):  # type: ignore[type-arg]
+    """subprocess.Popen for a unit test: any other program runs (the pickup guard asks git),
+    an interpreter is refused."""
+
+    def __init__(self, args: Any, *rest: Any, **options: Any) -> None:
+        program = args if isinstance(args, str | bytes | os.PathLike) else args[0]
+        first = os.fsdecode(program).split()[0]
+        if first == sys.executable or Path(first).name.startswith("python"):
+            raise AssertionError(
+                "a unit test starts an interpreter; it belongs in tests/integration/<behaviour>/"
+            )
+        super().__init__(args, *rest, **options)
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_interpreter(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/unit does no I/O beyond reading the checkout's files: an interpreter it starts, by
+    any road through subprocess, fails the test (tests/unit/test_unit_ring_spawns_nothing.py
+    checks the imports)."""
+    if _UNIT_RING in Path(request.node.path).parents:
+        monkeypatch.setattr(subprocess, "Popen", _NoInterpreter)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -198,18 +222,6 @@ def fresh_postgres_url(_postgres_template: str) -> Iterator[str]:
 # --- SQL Server (opt-in) ---------------------------------------------------------------------
 
 
-def sqlserver_param(reason: str | None = None) -> Any:
-    """The `sqlserver` parameter of a database fixture: marked, and skipped (never failed, even
-    under CI=true) while AZUREBANK_TEST_SQLSERVER is unset, or always, for `reason`, by a test that
-    cannot run there."""
-    marks = [pytest.mark.sqlserver]
-    if reason is not None:
-        marks.append(pytest.mark.skip(reason=reason))
-    else:
-        marks.append(pytest.mark.skipif(not SQLSERVER_URL, reason=SQLSERVER_SKIP))
-    return pytest.param("sqlserver", marks=marks)
-
-
 def _on_sqlserver_master(statement: str) -> None:
     # CREATE and DROP DATABASE refuse to run inside a transaction.
     admin = build_engine(make_url(SQLSERVER_URL).set(database="master"))
@@ -243,6 +255,18 @@ def fresh_sqlserver_url() -> Iterator[str]:
             f"ALTER DATABASE [{name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE; "
             f"DROP DATABASE [{name}]; END"
         )
+
+
+# --- the relay's pickup directory ------------------------------------------------------------
+
+
+@pytest.fixture
+def pickup(tmp_path: Path) -> Path:
+    """A fresh pickup directory of this test's own, outside any git tree (ADR-0048 D6)."""
+    directory = tmp_path / "pickup"
+    directory.mkdir()
+    assert pickup_directory_problem(directory) is None
+    return directory
 
 
 # --- the database fixtures --------------------------------------------------------------------
@@ -295,7 +319,7 @@ def azurite_connection_string() -> str:
     )
 
 
-# --- every statement the code executes, parsed as T-SQL (tests/tsql_parse.py) ----------------
+# --- every statement the code executes, parsed as T-SQL (tests/support/tsql_parse.py) --------
 
 
 def pytest_configure(config: pytest.Config) -> None:

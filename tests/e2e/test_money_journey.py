@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.serve_process import clean_environ, run_cli, served, wait_for
-from tests.leak_watch import LeakWatch
-from tests.support import SIGNING_KEY
+from tests.support.hosts import CONTACT, SIGNING_KEY
+from tests.support.leak_watch import LeakWatch
+from tests.support.served import clean_environ, run_cli, served, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +28,7 @@ def _environ(db_url: str, pickup: Path) -> dict[str, str]:
         Notices__PeriodSeconds="1",
         Notices__LeaseSeconds="3",
         Notices__PickupDirectory=str(pickup),
-        Notices__Contact="AzureBank support, +1 555 0100",
+        Notices__Contact=CONTACT,
     )
 
 

@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve_process import ROOT, clean_environ, free_port, wait_for
+from tests.support.checkout import REPO
+from tests.support.connections import unused_port
+from tests.support.served import clean_environ, wait_for
 
-RUN_SH = ROOT / "scripts" / "run.sh"
+RUN_SH = REPO / "scripts" / "run.sh"
 WAIT = 180.0  # seconds: the script migrates, seeds two users and starts a server first
 _STEP = re.compile(r"^(\d+)\. (.+)\n   expect: (.+)\n  \$ (.+)$", re.M)
 _PRELUDE = re.compile(r"^  \$ (BASE=\S+ TOKEN=\S+ KEY=\S+)$", re.M)
@@ -60,8 +62,8 @@ def _run_sh(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes
     with out.open("wb") as sink, (tmp_path / "run.err").open("wb") as err:
         process = subprocess.Popen(
             ["bash", str(RUN_SH), *args],
-            cwd=ROOT,
-            env=_environ(tmp_path, free_port()),
+            cwd=REPO,
+            env=_environ(tmp_path, unused_port()),
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=err,

@@ -14,15 +14,16 @@ import pytest
 from shared.clock import SystemClock
 from shared.identity.tokens import issue_token
 from shared.settings import load_settings
-from tests.e2e.serve_process import clean_environ, free_port, served
-from tests.support import SIGNING_KEY
+from tests.support.connections import unused_port
+from tests.support.hosts import SIGNING_KEY
+from tests.support.served import clean_environ, served
 
 
 @pytest.mark.e2e
 def test_serve_answers_503_database_unavailable_and_prints_no_traceback_or_sql(
     tmp_path: Path,
 ) -> None:
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/azurebank"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{unused_port()}/azurebank"
     env = clean_environ(url, Auth__SigningKey=SIGNING_KEY)
     user_id = f"outage-{uuid.uuid4().hex}"
     token = issue_token(load_settings({"Auth__SigningKey": SIGNING_KEY}), SystemClock(), user_id)

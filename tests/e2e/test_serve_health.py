@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve_process import clean_environ, run_cli, served
+from tests.support.served import clean_environ, run_cli, served
 
 
 @pytest.mark.e2e

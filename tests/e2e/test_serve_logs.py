@@ -16,9 +16,10 @@ import pytest
 from shared.clock import SystemClock
 from shared.identity.tokens import issue_token
 from shared.settings import load_settings
-from tests.e2e.serve_process import ServedProcess, clean_environ, served
-from tests.leak_watch import LeakWatch
-from tests.support import SIGNING_KEY, make_user, served_routes
+from tests.support.hosts import SIGNING_KEY, served_routes
+from tests.support.leak_watch import LeakWatch
+from tests.support.served import ServedProcess, clean_environ, served
+from tests.support.users import make_user
 
 pytestmark = pytest.mark.e2e
 

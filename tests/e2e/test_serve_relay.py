@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve_process import CLI, ServedProcess, clean_environ, served, wait_for
-from tests.runner_support import notice_state, owe_notices, owed_count
-from tests.support import CONTACT
+from tests.support.hosts import CONTACT
+from tests.support.notices import just_now, notice_row, owed_count, owed_notices
+from tests.support.served import CLI, ServedProcess, clean_environ, served, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -61,9 +61,9 @@ def test_d1_an_owed_notice_appears_as_a_file_within_a_few_periods(
 ) -> None:
     log = tmp_path / "serve.log"
     with serving(sqlite_url, pickup, log):
-        (notice,) = owe_notices(sqlite_url)
+        notice = owed_notices(sqlite_url, start=just_now())[0].id
         waited = wait_for(lambda: (pickup / f"{notice}.eml").exists(), "the notice file")
-        wait_for(lambda: notice_state(sqlite_url, notice).delivered_at is not None, "the mark")
+        wait_for(lambda: notice_row(sqlite_url, notice).DeliveredAt is not None, "the mark")
     text = log.read_text()
     assert f"Notice delivered: {notice}" in text
     assert "ERROR" not in text
@@ -77,7 +77,7 @@ def test_d1_two_serve_processes_deliver_500_notices_once_each_with_none_left_owe
 ) -> None:
     logs = [tmp_path / "serve-1.log", tmp_path / "serve-2.log"]
     with serving(fresh_postgres_url, pickup, logs[0]), serving(fresh_postgres_url, pickup, logs[1]):
-        ids = owe_notices(fresh_postgres_url, 500)
+        ids = [o.id for o in owed_notices(fresh_postgres_url, 500, start=just_now())]
         wait_for(lambda: owed_count(fresh_postgres_url) == 0, "every notice delivered", 120)
         time.sleep(2)  # two more periods: a duplicate attempt would show up as a refusal
     texts = [log.read_text() for log in logs]

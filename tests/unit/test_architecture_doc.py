@@ -8,7 +8,8 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.checkout import REPO
+
 DOC = REPO / "docs" / "architecture.md"
 DECISIONS = {"0048": 7, "0050": 8, "0052": 6}
 ROW = re.compile(r"^\| ADR-(\d{4}) D(\d) [^|]*\| ([^|]+?) \| ([^|]+?) \|$")

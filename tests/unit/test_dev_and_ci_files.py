@@ -1,59 +1,20 @@
 """compose.yaml and .github/workflows/ci.yml: nothing here runs Docker or GitHub Actions, so
-their schemas (check-jsonschema's built-in copies, no network) and the few values the README
-promises are what keep them from rotting. scripts/test.sh runs the same schema check."""
+their schemas (tests/integration/checkout/test_compose_and_ci_schemas.py) and the few values the
+README promises, read here, are what keep them from rotting."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = ROOT / "compose.yaml"
-WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
-SCHEMAS = [
-    pytest.param("vendor.compose-spec", COMPOSE, id="compose.yaml"),
-    pytest.param("vendor.github-workflows", WORKFLOW, id="ci.yml"),
-]
-
-
-def _check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support.checkout import COMPOSE, REPO, WORKFLOW
 
 
 def _yaml(path: Path) -> Any:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
-@pytest.mark.parametrize(("schema", "path"), SCHEMAS)
-def test_the_file_passes_its_builtin_schema(schema: str, path: Path) -> None:
-    checked = _check(schema, path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
-@pytest.mark.parametrize(("schema", "path"), SCHEMAS)
-def test_control_the_file_broken_fails_its_schema(schema: str, path: Path, tmp_path: Path) -> None:
-    broken = tmp_path / path.name
-    if path == COMPOSE:
-        broken.write_text("services: [1]\n", encoding="utf-8")
-    else:  # the real workflow with one job's runs-on taken out
-        text = path.read_text(encoding="utf-8")
-        assert "    runs-on: ubuntu-latest\n" in text
-        broken.write_text(text.replace("    runs-on: ubuntu-latest\n", "", 1), encoding="utf-8")
-    checked = _check(schema, broken)
-    assert checked.returncode == 1, checked.stdout + checked.stderr
-    assert "Schema validation errors" in checked.stdout
 
 
 def test_compose_runs_sql_server_2022_with_a_sqlcmd_health_check_and_azurite_3_35() -> None:
@@ -68,7 +29,7 @@ def test_compose_runs_sql_server_2022_with_a_sqlcmd_health_check_and_azurite_3_3
 
 
 def test_the_readme_ci_and_compose_name_one_sql_server_url() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     [exported] = [
         line.split("=", 1)[1].strip("'")
         for line in readme.splitlines()

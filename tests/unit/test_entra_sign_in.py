@@ -19,8 +19,7 @@ from azure.core.credentials import AccessToken, TokenCredential
 from sqlalchemy import Engine, event
 
 from shared.db.engine import build_engine
-from tests.conftest import service_missing
-from tests.support import run_python
+from tests.support.services import service_missing
 
 # msodbcsql.h: #define SQL_COPT_SS_ACCESS_TOKEN 1256
 SQL_COPT_SS_ACCESS_TOKEN = 1256
@@ -173,15 +172,6 @@ def test_the_credential_is_built_once_per_engine_when_the_engine_is(
     assert len(factory.built) == 2
     first.dispose()
     second.dispose()
-
-
-def test_importing_the_engine_module_builds_no_credential() -> None:
-    probe = run_python(
-        "-c",
-        "import sys, shared.db.engine; print('azure.identity' in sys.modules)",
-        check=True,
-    )
-    assert probe.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize(

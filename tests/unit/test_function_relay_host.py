@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +15,23 @@ import pytest
 from shared.bootstrap import start_function_host
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, SettingsError, load_settings
-from tests.runner_support import connection_attempts, hosted
-from tests.support import CHAIN_KEY
+from tests.support.connections import connection_attempts, unused_port
+from tests.support.hosts import CHAIN_KEY, hosted, relay_environ
 
 RELAY_LOGGER = "azurebank.notices.relay"
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _settings(tmp_path: Path, runner: str = "Function", **extra: str) -> Settings:
     pickup = tmp_path / "pickup"
     pickup.mkdir(exist_ok=True)
-    env = {
-        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing",
-        "Audit__ChainKey": CHAIN_KEY,
-        "Notices__Runner": runner,
-        "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": "AzureBank support, +1 555 0100",
-    }
-    env.update(extra)
-    return load_settings(env)
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{unused_port()}/nothing"
+    return load_settings(relay_environ(url, pickup, runner, **extra))
 
 
-def test_adr_0051_the_announcement_names_the_runner_schedule_lease_batch_and_target(
+def test_the_announcement_names_the_runner_schedule_lease_batch_and_target(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """ADR-0051: the start line names the runner, schedule, lease, batch and target."""
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
         host = start_function_host(
             _settings(tmp_path, Notices__Schedule="30 */5 * * * *", Notices__BatchSize="25")
@@ -60,9 +47,10 @@ def test_adr_0051_the_announcement_names_the_runner_schedule_lease_batch_and_tar
     assert str(tmp_path) not in line  # the target by its key, never its path
 
 
-def test_adr_0051_start_opens_nothing_and_the_first_tick_connects(
+def test_start_opens_nothing_and_the_first_tick_connects(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """ADR-0051: starting the host opens no connection; the first tick does."""
     with connection_attempts() as attempts:
         host = start_function_host(_settings(tmp_path)).relay
         assert attempts == []
@@ -86,9 +74,10 @@ class Counting:
         return "summary"
 
 
-def test_adr_0051_a_late_tick_is_a_warning_and_still_sweeps_once(
+def test_a_late_tick_is_a_warning_and_still_sweeps_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """ADR-0051: a past-due tick is a Warning and still sweeps once."""
     sweep = Counting()
     host = hosted("function", _settings(tmp_path), sweep)
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
@@ -99,9 +88,10 @@ def test_adr_0051_a_late_tick_is_a_warning_and_still_sweeps_once(
 
 
 @pytest.mark.parametrize("runner", ["None", "Api"])
-def test_adr_0051_d4_not_named_every_tick_returns_at_once(
+def test_d4_not_named_every_tick_returns_at_once(
     runner: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """ADR-0051 D4: when the flag does not name the Function, every tick returns at once."""
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
         host: HostedRelay = start_function_host(_settings(tmp_path, runner=runner)).relay
         results = [host.tick(past_due=p) for p in (True, False, False)]
@@ -111,7 +101,8 @@ def test_adr_0051_d4_not_named_every_tick_returns_at_once(
     ]
 
 
-def test_adr_0051_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
+def test_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
+    """ADR-0051 D3: the Function host refuses a partial Notices set itself."""
     settings = load_settings(
         {
             "Database__Url": "sqlite:///unused.db",

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
 from api_funcs.functions import OPERATIONS
 from shared.settings import Settings, check_host, load_settings
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.checkout import REPO
 
 
 def _json(name: str) -> Any:
-    return json.loads((ROOT / name).read_text(encoding="utf-8"))
+    return json.loads((REPO / name).read_text(encoding="utf-8"))
 
 
 def test_host_json_is_version_2_with_the_v4_extension_bundle_and_the_api_route_prefix() -> None:

@@ -5,7 +5,6 @@ and the OpenAPI document declares each status and errorCode they can answer as p
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 import pytest
@@ -14,36 +13,6 @@ from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from api_funcs.functions import OPERATIONS
 from shared.settings import load_settings
-from tests.support import CHAIN_KEY, run_python
-
-IDENTITY_OPERATIONS = {
-    "accounts": ("accounts", ["GET"]),
-    "pin_enrol": ("pin", ["POST"]),
-    "pin_change": ("pin", ["PUT"]),
-}
-
-
-def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route() -> None:
-    # A fresh interpreter: get_functions() may run once per process (FACTS).
-    code = textwrap.dedent(
-        """
-        import json
-        import function_app
-        out = {}
-        for f in function_app.app.get_functions():
-            bindings = json.loads(f.get_function_json())["bindings"]
-            for t in bindings:
-                if t["type"] == "httpTrigger":
-                    out[f.get_function_name()] = [t["route"], t["methods"], t["authLevel"]]
-        print(json.dumps(out))
-        """
-    )
-    # The host refuses to start without a database URL and the chain key; nothing connects.
-    settings = {"Database__Url": "sqlite:///unused.db", "Audit__ChainKey": CHAIN_KEY}
-    done = run_python("-c", code, settings=settings, check=True)
-    functions = json.loads(done.stdout.strip().splitlines()[-1])
-    for name, (route, methods) in IDENTITY_OPERATIONS.items():
-        assert functions[name] == [route, methods, "FUNCTION"]
 
 
 def _flat(routes: list[Any]) -> list[Any]:

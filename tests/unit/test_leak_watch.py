@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.leak_watch import LeakWatch, assert_no_secret_shapes, secret_shapes_in
+from tests.support.leak_watch import LeakWatch, assert_no_secret_shapes, secret_shapes_in
 
 # A JWT's shape (header.payload.signature, base64url); not signed by any key of the suite.
 PLANTED_TOKEN = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJlLW5vdC1jaGVja2Vk"

@@ -1,5 +1,5 @@
 """ADR-0048 D1: the API's hosted loop, NoticeRelayService, with the sweep as a plain callable
-(tests.runner_support.hosted) where only the loop is under test.
+(tests.support.hosts.hosted) where only the loop is under test.
 
 The sweep itself (claim, delivery, transports) is the relay protocol's and is tested there and
 in tests/integration/hosts/test_runner_matrix.py; here only the loop's shape is pinned: the first
@@ -25,8 +25,7 @@ from api_funcs.served import attach_relay
 from shared.bootstrap import hosted_relay
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.runner_support import hosted
-from tests.support import CHAIN_KEY
+from tests.support.hosts import hosted, relay_environ
 
 RELAY_LOGGER = "azurebank.notices.relay"
 # Generous bounds: the machine is shared and slow; nothing here asserts speed.
@@ -36,17 +35,9 @@ WAIT = 20.0
 def _settings(tmp_path: Path, runner: str = "Api", **extra: str) -> Settings:
     pickup = tmp_path / "pickup"
     pickup.mkdir(exist_ok=True)
-    env = {
-        "Database__Url": f"sqlite:///{tmp_path / 'unused.db'}",
-        "Audit__ChainKey": CHAIN_KEY,
-        "Notices__Runner": runner,
-        "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": "AzureBank support, +1 555 0100",
-        "Notices__PeriodSeconds": "1",
-        "Notices__LeaseSeconds": "3",
-    }
-    env.update(extra)
-    return load_settings(env)
+    url = f"sqlite:///{tmp_path / 'unused.db'}"
+    short = {"Notices__PeriodSeconds": "1", "Notices__LeaseSeconds": "3"}
+    return load_settings(relay_environ(url, pickup, runner, **{**short, **extra}))
 
 
 class RecordingSweep:

@@ -15,7 +15,7 @@ from shared.db.schema import NoticeKind
 from shared.notices.address import AddressProblem, address_problem
 from shared.notices.render import UnrenderableKind, message_id, render_notice
 from shared.notices.runner_name import make_runner_name
-from tests.support import CONTACT
+from tests.support.hosts import CONTACT
 
 NOTICE_ID = uuid.UUID("0b9f3c52-6d1e-4c1a-9e43-2f8a1d6c7b10")
 OCCURRED = datetime(2026, 9, 7, 11, 58, 30, tzinfo=UTC)

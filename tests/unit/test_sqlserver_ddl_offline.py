@@ -5,19 +5,14 @@ pyodbc, which cannot even be imported where unixODBC is missing (FACTS)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import mssql
 
 from shared.db.migrate import offline_sql
-from tests import tsql_parse
+from tests.support import tsql_parse
 
-ROOT = Path(__file__).resolve().parents[2]
 MSSQL_URL = "mssql+pyodbc://u:p@h/db?driver=ODBC+Driver+18+for+SQL+Server"
 
 
@@ -49,28 +44,9 @@ def test_the_offline_ddl_is_returned_not_printed(capsys: pytest.CaptureFixture[s
     assert "CREATE TABLE" not in capsys.readouterr().out
 
 
-def test_generating_the_sql_server_ddl_never_imports_pyodbc() -> None:
-    # A fresh interpreter in which `import pyodbc` fails, as it does without unixODBC.
-    code = textwrap.dedent(
-        f"""
-        import sys
-        sys.modules["pyodbc"] = None  # any import of it now raises ImportError
-        from shared.db.migrate import offline_sql
-        ddl = offline_sql({MSSQL_URL!r})
-        assert "WHERE [DeliveredAt] IS NULL" in ddl
-        print("ok")
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
-
-
 def test_every_statement_of_the_sql_server_ddl_parses_as_t_sql(ddl: str) -> None:
     """DESIGN §3: the migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
-    statement (tests/tsql_parse.py counts them with the executed statements)."""
+    statement (tests/support/tsql_parse.py counts them with the executed statements)."""
     assert tsql_parse.check_ddl(ddl) >= 20
 
 

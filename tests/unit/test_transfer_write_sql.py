@@ -33,7 +33,6 @@ from shared.money.transfer_write_sql import (
     parameters,
     postgresql_transfer_write,
 )
-from tests.support import run_python
 
 # Every row the transfer writes after the tail lock, in the order the batch writes them: the two
 # balances first (in the order the caller sorted them), the tail last but the record.
@@ -223,17 +222,3 @@ def test_every_bound_value_is_given_and_typed_by_its_column(with_success: bool) 
         binds = clause._bindparams  # what text() will bind, by name
         assert set(binds) == given
         assert not [name for name, bind in binds.items() if isinstance(bind.type, NullType)]
-
-
-def test_compiling_the_batch_imports_no_sql_server_driver() -> None:
-    """In a fresh interpreter: another test of the run may have imported pyodbc already."""
-    done = run_python(
-        "-c",
-        "import sys\n"
-        "from sqlalchemy.dialects import mssql\n"
-        "from shared.money.transfer_write_sql import mssql_transfer_write\n"
-        "str(mssql_transfer_write(with_success=True).compile(dialect=mssql.dialect()))\n"
-        "print('pyodbc' in sys.modules)",
-        check=True,
-    )
-    assert done.stdout.strip() == "False"

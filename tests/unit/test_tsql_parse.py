@@ -1,18 +1,17 @@
 """DESIGN §3: the SQL Server forms of the per-dialect SQL modules parse as T-SQL, the one list of
-batches sqlglot cannot parse stays honest, and a broken table hint is caught (tests/tsql_parse.py
-checks every other statement while the SQLite and PostgreSQL suites run)."""
+batches sqlglot cannot parse stays honest, and a broken table hint is caught
+(tests/support/tsql_parse.py checks every other statement while the SQLite and PostgreSQL suites
+run)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tests import tsql_parse
-from tests.tsql_parse import PER_DIALECT_SQL, UNPARSABLE_BATCHES, parse_problem, tsql_text
+from tests.support import tsql_parse
+from tests.support.checkout import REPO
+from tests.support.tsql_parse import PER_DIALECT_SQL, UNPARSABLE_BATCHES, parse_problem, tsql_text
 
-ROOT = Path(__file__).resolve().parents[2]
 _UNPARSABLE_TEXTS = {tsql_text(batch.statement()) for batch in UNPARSABLE_BATCHES}
 
 
@@ -30,8 +29,8 @@ def test_every_per_dialect_sql_module_has_its_twins_listed() -> None:
     """DESIGN §3 keeps dialect-specific SQL in `*_sql.py` modules: each is in PER_DIALECT_SQL,
     so its PostgreSQL and SQLite forms are skipped only because its SQL Server form is checked."""
     modules = {
-        ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        for path in (ROOT / "shared").rglob("*_sql.py")
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "shared").rglob("*_sql.py")
     }
     assert modules == {twins.module for twins in PER_DIALECT_SQL}
 
@@ -49,7 +48,7 @@ def test_each_listed_batch_is_still_unparsable_and_pinned_by_its_compile_test(
 ) -> None:
     # Should sqlglot learn THROW, the batch leaves the list and is parsed like everything else.
     assert parse_problem(tsql_text(batch.statement())) is not None
-    assert (ROOT / batch.pinned_by).is_file()
+    assert (REPO / batch.pinned_by).is_file()
     assert batch.reason
 
 

@@ -20,7 +20,7 @@ from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.db.uow import unit_of_work
-from tests.integration.audit.audit_cli import run_audit_verify
+from tests.support.audit import run_audit_verify
 
 KEY = b"k" * 32  # tests.support's Audit__ChainKey, decoded
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"

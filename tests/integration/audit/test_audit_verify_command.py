@@ -18,8 +18,8 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent
 from shared.db.uow import unit_of_work
-from tests.integration.audit.audit_cli import run_audit_verify
-from tests.support import CHAIN_KEY
+from tests.support.audit import run_audit_verify
+from tests.support.hosts import CHAIN_KEY
 
 KEY = base64.b64decode(CHAIN_KEY)
 
@@ -140,7 +140,7 @@ def test_two_swapped_rows_exit_1_naming_both(fresh_postgres_url: str) -> None:
     assert f"BROKEN row 6 (Id {ids[7]})" in done.stdout
     assert f"BROKEN row 7 (Id {ids[6]})" in done.stdout
     findings = verify_json(fresh_postgres_url)[1]["findings"]
-    # Row 8 is named too: its link points at the row that used to come before it.
+    # Row 8 is named too: its link points at the row the swap moved to sequence 6.
     assert [f["sequence"] for f in findings] == [6, 7, 8]
     assert "RowHash does not verify" not in findings[2]["problem"]
 

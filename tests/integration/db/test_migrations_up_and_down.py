@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
 from shared.db.schema import AspNetUser, Base, SubscriberNotice
-from tests.conftest import sqlserver_param
+from tests.support.services import sqlserver_param
 
 TABLES = {
     "AspNetUsers",

@@ -19,8 +19,9 @@ from shared.money.idempotency import IdempotencyClaim, IdempotencyKeys
 from shared.money.payees import resolve_payee
 from shared.money.refusals import IdempotencyInProgress
 from shared.notices.claim import NoticeClaim
-from tests.money_support import TRANSFER, open_bank
-from tests.support import FAST_HASH, bearer, make_user, unique_key
+from tests.support.money import TRANSFER, open_bank, unique_key
+from tests.support.tokens import bearer
+from tests.support.users import FAST_HASH, make_user
 
 T0 = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 

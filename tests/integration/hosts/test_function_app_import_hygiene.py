@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import CHAIN_KEY, SIGNING_KEY, closed_port, run_python
+from tests.support.checkout import run_python
+from tests.support.connections import unused_port
+from tests.support.hosts import CHAIN_KEY, SIGNING_KEY
 
 # Never needed with default settings, on any path this file drives.
 NEVER = (
@@ -61,7 +63,7 @@ def imported() -> dict[str, Any]:
     """sys.modules after the import, after the first health, after a refused token; default
     settings plus what the Functions host requires, and a local signing key."""
     settings = {
-        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{closed_port()}/nothing",
+        "Database__Url": f"postgresql+psycopg://nobody@127.0.0.1:{unused_port()}/nothing",
         "Audit__ChainKey": CHAIN_KEY,
         "Auth__SigningKey": SIGNING_KEY,
     }

@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 
 from api_funcs.functions import OPERATIONS, PAGES
-from tests.support import CHAIN_KEY, closed_port, run_python
+from tests.support.checkout import run_python
+from tests.support.connections import unused_port
+from tests.support.hosts import CHAIN_KEY
 
 
 @pytest.fixture(scope="module")
 def indexed() -> dict[str, Any]:
     """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
     process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
-    port = closed_port()
+    port = unused_port()
     code = textwrap.dedent(
         """
         import json, socket
@@ -85,3 +87,25 @@ def test_every_operation_is_one_named_http_function_with_its_route_methods_and_a
         anonymous = {"health", "ready", *(page.name for page in PAGES)}
         expected = "ANONYMOUS" if op.name in anonymous else "FUNCTION"
         assert trigger["authLevel"] == expected, op.name
+
+
+# DESIGN §2, §5: the identity operations, `pin_enrol` and `pin_change` two Functions on one
+# route told apart by method.
+IDENTITY_OPERATIONS = {
+    "accounts": ("accounts", ["GET"]),
+    "pin_enrol": ("pin", ["POST"]),
+    "pin_change": ("pin", ["PUT"]),
+}
+
+
+def test_the_host_indexes_pin_enrol_and_pin_change_as_two_functions_on_one_route(
+    indexed: dict[str, Any],
+) -> None:
+    for name, (route, methods) in IDENTITY_OPERATIONS.items():
+        trigger = _http_trigger(indexed["functions"][name])
+        assert trigger is not None, name
+        assert [trigger["route"], trigger["methods"], trigger["authLevel"]] == [
+            route,
+            methods,
+            "FUNCTION",
+        ]

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from api_funcs.functions import OPERATIONS, PAGES
-from tests.support import CHAIN_KEY, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY, CONTACT
 
 _INDEX = textwrap.dedent(
     """
@@ -104,7 +105,7 @@ def test_importing_function_app_named_as_the_runner_opens_no_database_connection
         "Audit__ChainKey": CHAIN_KEY,
         "Notices__Runner": "Function",
         "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": "AzureBank support, +1 555 0100",
+        "Notices__Contact": CONTACT,
     }
     out = run_python("-c", _START_NAMED, settings=settings, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"attempts": [], "delivers": True}

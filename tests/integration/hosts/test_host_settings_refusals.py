@@ -20,9 +20,9 @@ import pytest
 from azurebank_cli import exits
 from azurebank_cli.main import main
 from shared.settings import check_host, load_settings
-from tests.support import CHAIN_KEY, CONTACT, run_python
+from tests.support.checkout import REPO, run_python
+from tests.support.hosts import CHAIN_KEY, CONTACT
 
-REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "local.settings.sample.json"
 
 # The value of Notices__Runner that names each host; `notify` (the verb) always delivers.
@@ -252,9 +252,10 @@ def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_
         ),
     ],
 )
-def test_adr_0051_d3_each_host_asks_only_about_itself(
+def test_d3_each_host_asks_only_about_itself(
     host: str, env: dict[str, str], tmp_path: Path
 ) -> None:
+    """ADR-0051 D3: a host asks the relay's settings only about itself."""
     settings_env = {
         "Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}",
         "Audit__ChainKey": CHAIN_KEY,

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.runner_support import notice_state, owe_notices
-from tests.support import CHAIN_KEY, CONTACT, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import relay_environ
+from tests.support.notices import just_now, notice_row, owed_notices
 
 _HOST = textwrap.dedent(
     """
@@ -65,33 +66,17 @@ def _run_host(environ: dict[str, str], steps: list[dict[str, Any]]) -> dict[str,
     return result
 
 
-def _environ(db_url: str, pickup: Path, runner: str) -> dict[str, str]:
-    return {
-        "Database__Url": db_url,
-        "Audit__ChainKey": CHAIN_KEY,
-        "Notices__Runner": runner,
-        "Notices__PickupDirectory": str(pickup),
-        "Notices__Contact": CONTACT,
-    }
-
-
 def _relay_lines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["name"].startswith("azurebank.notices")]
 
 
-@pytest.fixture
-def pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory
-
-
-def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_logged(
+def test_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_logged(
     sqlite_url: str, pickup: Path
 ) -> None:
-    (first,) = owe_notices(sqlite_url)
+    """ADR-0051: the Function the flag names runs one sweep a tick; a late tick is logged."""
+    first = owed_notices(sqlite_url, start=just_now())[0].id
     result = _run_host(
-        _environ(sqlite_url, pickup, "Function"),
+        relay_environ(sqlite_url, pickup, "Function"),
         [{"past_due": True}, {"past_due": False}],
     )
     (announcement,) = [r for r in result["start"] if r["name"] == "azurebank.notices.relay"]
@@ -101,7 +86,7 @@ def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_l
 
     late, on_time = result["steps"]
     assert late["files"] == [f"{first}.eml"]
-    assert notice_state(sqlite_url, first).delivered_at is not None
+    assert notice_row(sqlite_url, first).DeliveredAt is not None
     assert any(
         r["level"] == "WARNING" and "late (past due)" in r["message"] for r in late["records"]
     )
@@ -113,12 +98,13 @@ def test_adr_0051_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_l
 
 
 @pytest.mark.parametrize("runner", ["None", "Api"])
-def test_adr_0051_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
+def test_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
     runner: str, sqlite_url: str, pickup: Path
 ) -> None:
-    (notice,) = owe_notices(sqlite_url)
+    """ADR-0051 D4: a Function the flag does not name logs the flag once and never sweeps."""
+    notice = owed_notices(sqlite_url, start=just_now())[0].id
     result = _run_host(
-        _environ(sqlite_url, pickup, runner),
+        relay_environ(sqlite_url, pickup, runner),
         [{"past_due": True}, {"past_due": False}, {"past_due": False}],
     )
     assert [(r["level"], r["message"]) for r in _relay_lines(result["start"])] == [
@@ -127,16 +113,17 @@ def test_adr_0051_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sw
     for step in result["steps"]:
         assert step["files"] == []
         assert _relay_lines(step["records"]) == []  # not even the late tick: it returns at once
-    assert notice_state(sqlite_url, notice).delivered_at is None
+    assert notice_row(sqlite_url, notice).DeliveredAt is None
 
 
-def test_adr_0048_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_tick_delivers(
+def test_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_tick_delivers(
     sqlite_url: str, pickup: Path
 ) -> None:
-    (notice,) = owe_notices(sqlite_url)
+    """ADR-0048 D1: the catch-all per sweep, logged at Error; the next tick delivers."""
+    notice = owed_notices(sqlite_url, start=just_now())[0].id
     db = sqlite_url.removeprefix("sqlite:///")
     result = _run_host(
-        _environ(sqlite_url, pickup, "Function"),
+        relay_environ(sqlite_url, pickup, "Function"),
         [
             {"db": db, "sql": 'ALTER TABLE "SubscriberNotices" RENAME TO "Away"'},
             {"past_due": False},
@@ -152,5 +139,5 @@ def test_adr_0048_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_ti
     assert all(str(pickup) not in r["message"] and db not in r["message"] for r in errors)
     assert failed["files"] == []
     assert recovered["files"] == [f"{notice}.eml"]
-    assert notice_state(sqlite_url, notice).delivered_at is not None
+    assert notice_row(sqlite_url, notice).DeliveredAt is not None
     assert uuid.UUID(recovered["files"][0].removesuffix(".eml")) == notice

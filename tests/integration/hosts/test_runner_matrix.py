@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import uuid
 from pathlib import Path
 
@@ -22,23 +21,16 @@ from api_funcs.served import build_served_app
 from shared.bootstrap import start_function_host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.runner_support import connection_attempts, notice_state, owe_notices
-from tests.support import CHAIN_KEY, CONTACT
+from tests.support.connections import connection_attempts, unused_port
+from tests.support.hosts import relay_environ
+from tests.support.notices import just_now, notice_row, owed_notices
 
 RELAY_LOGGER = "azurebank.notices.relay"
 
 
 def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
     # Both hosts' checks pass whatever the flag: the target and contact are set for both.
-    return load_settings(
-        {
-            "Database__Url": db_url,
-            "Audit__ChainKey": CHAIN_KEY,
-            "Notices__Runner": runner,
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": CONTACT,
-        }
-    )
+    return load_settings(relay_environ(db_url, pickup, runner))
 
 
 def _drive_function_host(settings: Settings) -> None:
@@ -62,9 +54,9 @@ NAMED = {"None": None, "Api": "serve", "Function": "function"}
 
 
 def _delivered(db_url: str, pickup: Path, notice_id: uuid.UUID) -> bool:
-    state = notice_state(db_url, notice_id)
+    state = notice_row(db_url, notice_id)
     on_disk = (pickup / f"{notice_id}.eml").exists()
-    assert on_disk == (state.delivered_at is not None), "file and row disagree"
+    assert on_disk == (state.DeliveredAt is not None), "file and row disagree"
     return on_disk
 
 
@@ -79,7 +71,7 @@ def test_d1_exactly_the_host_the_flag_names_delivers(
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
         for host, drive in HOSTS.items():
             # A fresh owed notice before each host, so each host's effect is seen on its own.
-            (notice,) = owe_notices(db_url)
+            notice = owed_notices(db_url, start=just_now())[0].id
             caplog.clear()
             drive(settings)
             delivered_by[host] = _delivered(db_url, pickup, notice)
@@ -96,24 +88,19 @@ def test_d1_exactly_the_host_the_flag_names_delivers(
         assert list(pickup.iterdir()) == []
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize(
     ("host", "runner"),
     [("function", "None"), ("function", "Api"), ("serve", "None"), ("serve", "Function")],
 )
-def test_adr_0051_d4_a_host_not_named_returns_at_once_without_touching_the_database(
+def test_d4_a_host_not_named_returns_at_once_without_touching_the_database(
     host: str,
     runner: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """ADR-0051 D4: a host the flag does not name returns at once and opens no connection."""
     # A database nobody listens on: any attempt to use it would also be an Error line.
-    url = f"postgresql+psycopg://nobody@127.0.0.1:{_closed_port()}/nothing"
+    url = f"postgresql+psycopg://nobody@127.0.0.1:{unused_port()}/nothing"
     pickup = tmp_path / "pickup"
     pickup.mkdir()
     with connection_attempts() as attempts, caplog.at_level(logging.INFO):

@@ -33,9 +33,11 @@ from shared.money.refusals import ConcurrencyConflict
 from shared.notices.status import owed_backlog_reader
 from shared.settings import load_settings
 from shared.telemetry import NO_TELEMETRY
-from tests.integration.notices.conftest import CONTACT, START, add_notice, add_user
-from tests.money_support import PIN, WRONG_PIN, Bank
-from tests.support import CHAIN_KEY, host_environ, run_python, unique_key
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY, CONTACT, host_environ
+from tests.support.money import Bank, unique_key
+from tests.support.notices import START, add_notice
+from tests.support.users import PIN, WRONG_PIN, add_user
 
 
 @dataclass
@@ -101,10 +103,10 @@ def test_each_sweep_is_a_trace_and_counts_delivered_refused_and_failed_by_runner
     pickup = tmp_path / "pickup"
     pickup.mkdir()
     with unit_of_work(get_engine(sqlite_url)) as session:
-        good, good_address = add_user(session)
-        nobody, _ = add_user(session, email=None)
-        delivered = add_notice(session, good, created_at=START)
-        refused = add_notice(session, good, created_at=START + timedelta(minutes=1))
+        good = add_user(session)
+        nobody = add_user(session, email=None).user_id
+        delivered = add_notice(session, good.user_id, created_at=START)
+        refused = add_notice(session, good.user_id, created_at=START + timedelta(minutes=1))
         add_notice(session, nobody, created_at=START + timedelta(minutes=2))
         session.commit()
     (pickup / f"{refused}.eml").write_bytes(b"an earlier attempt's file (ADR-0048 D3)")
@@ -148,7 +150,8 @@ def test_each_sweep_is_a_trace_and_counts_delivered_refused_and_failed_by_runner
         "azurebank.notices.lease_lapsed": False,
     }
     text = exported.everything_exported()
-    for secret in (good_address, good, nobody, str(pickup), str(delivered), str(refused)):
+    secrets = (str(good.email), good.user_id, nobody, str(pickup), str(delivered), str(refused))
+    for secret in secrets:
         assert secret not in text, secret
 
 

@@ -10,7 +10,6 @@ psycopg's connect is refused; no mock."""
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -27,8 +26,10 @@ from shared.db.engine import build_engine, get_engine
 from shared.db.faults import is_unavailable as is_database_unavailable
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
-from tests.money_support import DEPOSIT, MINT, open_bank
-from tests.support import bearer, host_environ, unique_key
+from tests.support.connections import unused_port
+from tests.support.hosts import host_environ
+from tests.support.money import DEPOSIT, MINT, open_bank, unique_key
+from tests.support.tokens import bearer
 
 USER_ID = f"user-{uuid.uuid4().hex}"  # a bound parameter of the bearer's user lookup
 
@@ -56,17 +57,9 @@ REQUESTS: list[tuple[str, str, dict[str, Any] | None]] = [
 ]
 
 
-def closed_port() -> int:
-    """A port nothing listens on: bound, read, released (nothing else on 127.0.0.1 takes it
-    in the moment between)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def unreachable_url() -> str:
-    return f"postgresql+psycopg://postgres@127.0.0.1:{closed_port()}/azurebank"
+    return f"postgresql+psycopg://postgres@127.0.0.1:{unused_port()}/azurebank"
 
 
 @pytest.fixture

@@ -34,18 +34,17 @@ from shared.db.schema import Account, AspNetUser, Transaction, TransactionType
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import hash_secret
 from shared.identity.pins import is_valid_pin
-from tests.money_support import (
+from tests.support.money import (
     DEPOSIT,
     INTERNAL,
     MINT,
-    PIN,
     TRANSFER,
     WITHDRAWAL,
     Bank,
-    Customer,
     open_bank,
+    unique_key,
 )
-from tests.support import FAST_HASH, unique_key
+from tests.support.users import FAST_HASH, PIN, User
 
 PASSWORD = "correct horse battery staple"  # tests.support.make_user's default
 NEW_PIN = "602817"
@@ -208,9 +207,9 @@ def header_view(sent: bytes) -> str:
 class World:
     bank: Bank
     declared: dict[str, dict[int, set[str]]]
-    alice: Customer  # the caller: two accounts, a PIN
-    bob: Customer  # the payee
-    carol: Customer  # a caller with no PIN yet (pin_enrol)
+    alice: User  # the caller: two accounts, a PIN
+    bob: User  # the payee
+    carol: User  # a caller with no PIN yet (pin_enrol)
     initial: dict[uuid.UUID, Decimal] = field(default_factory=dict)
     keys: dict[str, set[str]] = field(default_factory=dict)  # per operation, as the server read
 

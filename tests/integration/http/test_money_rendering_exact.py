@@ -14,8 +14,7 @@ from sqlalchemy import update
 from shared.db.engine import get_engine
 from shared.db.schema import Account
 from shared.db.uow import unit_of_work
-from tests.money_support import DEPOSIT, INTERNAL, WITHDRAWAL, open_bank
-from tests.support import unique_key
+from tests.support.money import DEPOSIT, INTERNAL, WITHDRAWAL, open_bank, unique_key
 
 LARGE = Decimal("99999999999999.98")
 EXPECTED = "99999999999999.99"

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.money_support import DEPOSIT, INTERNAL, MINT, TRANSFER, WITHDRAWAL, open_bank
-from tests.support import unique_key
+from tests.support.money import DEPOSIT, INTERNAL, MINT, TRANSFER, WITHDRAWAL, open_bank, unique_key
 
 GOOD = {
     "accountId": str(uuid.uuid4()),

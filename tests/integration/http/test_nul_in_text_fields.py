@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from shared.clock import FakeClock
-from tests.money_support import MINT, PIN, TRANSFER, enrol_pin
-from tests.support import api_client, bearer, host_settings, make_user, unique_key
+from tests.support.hosts import api_client, host_settings
+from tests.support.money import MINT, TRANSFER, unique_key
+from tests.support.tokens import bearer
+from tests.support.users import PIN, enrol_pin, make_user
 
 
 @pytest.mark.parametrize("path", [MINT, TRANSFER])

@@ -20,9 +20,8 @@ from shared.db.engine import get_engine
 from shared.db.schema import AuditChainTail
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
-from tests.support import CHAIN_KEY, SIGNING_KEY, host_environ
+from tests.support.hosts import CHAIN_KEY, CONTACT, SIGNING_KEY, host_environ
 
-CONTACT = "AzureBank support, +44 20 7946 0000"
 DATABASE_CHECKS = {"database": "ok", "schema": "ok", "auditChain": "ok"}
 
 
@@ -43,13 +42,6 @@ def _delivering(pickup: Path) -> dict[str, str]:
         "Notices__PickupDirectory": str(pickup),
         "Notices__Contact": CONTACT,
     }
-
-
-@pytest.fixture
-def pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory
 
 
 def test_a_migrated_database_is_ready_and_a_host_that_delivers_nothing_checks_no_pickup(

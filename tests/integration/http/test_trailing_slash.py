@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from tests.support import host_settings, served_routes
+from tests.support.hosts import host_settings, served_routes
 
 ROUTES = served_routes()
 

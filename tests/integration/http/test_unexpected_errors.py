@@ -22,8 +22,8 @@ from fastapi.testclient import TestClient
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from shared.clock import FakeClock
-from tests.leak_watch import LeakWatch
-from tests.support import host_settings
+from tests.support.hosts import host_settings
+from tests.support.leak_watch import LeakWatch
 
 ADDRESS = "someone.private@example.test"
 FAULT = "/api/test-fault"

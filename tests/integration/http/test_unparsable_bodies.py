@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from shared.clock import FakeClock
-from tests.support import api_client, bearer, host_settings, make_user
+from tests.support.hosts import api_client, host_settings
+from tests.support.tokens import bearer
+from tests.support.users import make_user
 
 # Every operation of DESIGN §5 with a request body.
 WITH_A_BODY = [

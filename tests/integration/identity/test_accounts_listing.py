@@ -11,7 +11,9 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account
 from shared.db.uow import unit_of_work
-from tests.support import api_client, bearer, host_settings, make_user
+from tests.support.hosts import api_client, host_settings
+from tests.support.tokens import bearer
+from tests.support.users import make_user
 
 
 def test_the_caller_sees_their_own_accounts_with_balances_as_numbers_and_closed_flags(

@@ -7,7 +7,9 @@ from fastapi import APIRouter
 
 from api_funcs.deps import CurrentUser
 from shared.clock import FakeClock
-from tests.support import api_client, bearer, host_settings, make_user
+from tests.support.hosts import api_client, host_settings
+from tests.support.tokens import bearer
+from tests.support.users import make_user
 
 
 def test_a_valid_local_token_names_its_user_and_a_missing_one_is_401(sqlite_url: str) -> None:

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from shared.bootstrap import token_verifier
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
-from tests.support import SIGNING_KEY, api_client, host_settings, make_user
+from tests.support.hosts import SIGNING_KEY, api_client, host_settings
+from tests.support.users import make_user
 
 CLOCK = FakeClock()
 NOW = int(CLOCK.now().timestamp())

@@ -21,9 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER
-from tests.integration.identity.jwks_server import jwks_server
-from tests.leak_watch import LeakWatch
-from tests.support import SIGNING_KEY, api_client, host_environ, make_user
+from tests.support.hosts import SIGNING_KEY, api_client, host_environ
+from tests.support.jwks import jwks_server
+from tests.support.leak_watch import LeakWatch
+from tests.support.users import make_user
 
 ISSUER = "https://login.azurebank.test/tenant/v2.0"
 AUDIENCE = "api://azurebank-functions"

@@ -19,8 +19,9 @@ from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
 from shared.identity.tokens import InvalidToken, TokenVerifier
 from shared.settings import load_settings
-from tests.integration.identity.jwks_server import JwksServer, jwks_server
-from tests.support import api_client, host_environ, make_user
+from tests.support.hosts import api_client, host_environ
+from tests.support.jwks import JwksServer, jwks_server
+from tests.support.users import make_user
 
 ISSUER = "https://login.azurebank.test/tenant/v2.0"
 AUDIENCE = "api://azurebank-functions"

@@ -17,8 +17,8 @@ from shared.db.engine import get_engine
 from shared.identity.passwords import hash_secret, verify_secret
 from shared.identity.pins import InvalidPin, verify_pin
 from shared.settings import PinSettings
-from tests.money_support import PIN, open_bank, pin_failures
-from tests.support import FAST_HASH
+from tests.support.money import open_bank
+from tests.support.users import FAST_HASH, PIN, pin_failures
 
 SETTINGS = PinSettings(MaxFailedAttempts=5, LockoutMinutes=15)
 PASSWORD = "correct horse battery staple"  # tests.support.make_user's default

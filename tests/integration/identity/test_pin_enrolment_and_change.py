@@ -24,8 +24,10 @@ from shared.db.schema import AspNetUser, AuditChainTail, AuditEvent, SubscriberN
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
-from tests.leak_watch import LeakWatch
-from tests.support import api_client, bearer, host_environ, host_settings, make_user
+from tests.support.hosts import api_client, host_environ, host_settings
+from tests.support.leak_watch import LeakWatch
+from tests.support.tokens import bearer
+from tests.support.users import make_user
 
 PASSWORD = "a long and honest passphrase 7"
 # Six digits, so a PIN cannot turn up by chance inside a hex trace id or a uuid.
@@ -117,7 +119,7 @@ def _problem(response: Any, status: int, code: str) -> dict[str, Any]:
     return body
 
 
-# --- acceptance 2: one save, one audit row, one notice naming it ------------------------------
+# --- ADR-0052 D5: one save, one audit row, one notice naming it --------------------------------
 
 
 def test_enrolment_writes_the_pin_one_audit_row_and_one_owed_notice_naming_it(
@@ -290,7 +292,7 @@ def test_a_malformed_new_pin_is_400_and_spends_no_attempt(caller: Caller) -> Non
     assert caller.state()["count"] == 0
 
 
-# --- acceptance 4: the lockout, on the injected clock -----------------------------------------
+# --- the lockout, on the injected clock (DESIGN §7) -------------------------------------------
 
 
 def test_five_wrong_pins_lock_the_sixth_right_pin_is_429_and_after_pin_lockout_end_it_works(

@@ -18,7 +18,7 @@ from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
-from shared.identity.passwords import hash_secret, verify_secret
+from shared.identity.passwords import verify_secret
 from shared.identity.pins import (
     InvalidPin,
     PinLocked,
@@ -28,8 +28,8 @@ from shared.identity.pins import (
     verify_pin,
 )
 from shared.settings import PinSettings
-from tests.leak_watch import LeakWatch
-from tests.support import FAST_HASH, make_user
+from tests.support.leak_watch import LeakWatch
+from tests.support.users import enrol_pin, make_user
 
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 # Six digits, so neither can turn up by chance in a timestamp or an id the leak watch reads.
@@ -41,13 +41,7 @@ SETTINGS = PinSettings(MaxFailedAttempts=5, LockoutMinutes=15)
 def _user_with_pin(url: str, pin: str | None = PIN) -> str:
     user = make_user(url)
     if pin is not None:
-        with unit_of_work(get_engine(url)) as session:
-            session.execute(
-                update(AspNetUser)
-                .where(AspNetUser.Id == user.user_id)
-                .values(PinHash=hash_secret(pin, iterations=FAST_HASH))
-            )
-            session.commit()
+        enrol_pin(url, user.user_id, pin)
     return user.user_id
 
 
@@ -77,7 +71,7 @@ def _refusal(fn: Callable[[], None]) -> DomainError:
     with pytest.raises(DomainError) as caught:
         fn()
     error = caught.value
-    # An error body is built from these: no PIN in any of them (acceptance 5).
+    # An error body is built from these: no PIN in any of them, so none reaches a body.
     said = f"{error} {error.title} {error.members} {error.headers}"
     assert PIN not in said and WRONG not in said
     return error

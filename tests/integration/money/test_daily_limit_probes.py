@@ -19,16 +19,8 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import unit_of_work
-from tests.money_support import (
-    DEPOSIT,
-    INTERNAL,
-    WITHDRAWAL,
-    WRONG_PIN,
-    Bank,
-    Customer,
-    open_bank,
-    pin_failures,
-)
+from tests.support.money import DEPOSIT, INTERNAL, WITHDRAWAL, Bank, open_bank
+from tests.support.users import WRONG_PIN, User, pin_failures
 
 RESETS_AT = "2026-09-08T00:00:00Z"
 
@@ -59,7 +51,7 @@ def _status_of(db_url: str, authorization_id: str) -> str:
         return row.Status
 
 
-def _use(bank: Bank, who: Customer, amount: int, payee: Customer) -> None:
+def _use(bank: Bank, who: User, amount: int, payee: User) -> None:
     bank.pay(who, amount, payee)
 
 

@@ -18,7 +18,7 @@ from shared.db.uow import unit_of_work
 from shared.money.accounts import post_entry
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
 from shared.money.refusals import DailyLimitExceeded
-from tests.support import make_user
+from tests.support.users import make_user
 
 DAY = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 MIDNIGHT = datetime(2026, 9, 7, tzinfo=UTC)
@@ -114,7 +114,8 @@ def test_d1_the_window_is_the_utc_day_start_inclusive_next_midnight_exclusive(
     assert _used(db_url, user.user_id, evening_in_new_york) == 1000
 
 
-def test_check_refuses_above_the_limit_inclusive_with_the_d7_figures(db_url: str) -> None:
+def test_d7_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str) -> None:
+    """ADR-0050 D7: the check allows exactly the limit and refuses above it, with the figures."""
     user = make_user(db_url)
     _row(db_url, user.account_ids[0], "4000", DAY)
     limit = DailyOutflowLimit(Decimal(5000), FakeClock(DAY))

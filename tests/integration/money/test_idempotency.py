@@ -22,16 +22,9 @@ from shared.db.uow import unit_of_work
 from shared.money.applock_sql import take_daily_limit_lock
 from shared.money.idempotency import IdempotencyKeys, StoredResponse, SuccessRecord, request_hash
 from shared.money.rails import AccountRails
-from tests.money_support import (
-    DEPOSIT,
-    INTERNAL,
-    TRANSFER,
-    WITHDRAWAL,
-    Bank,
-    Customer,
-    open_bank,
-)
-from tests.support import CHAIN_KEY, unique_key
+from tests.support.hosts import CHAIN_KEY
+from tests.support.money import DEPOSIT, INTERNAL, TRANSFER, WITHDRAWAL, Bank, open_bank, unique_key
+from tests.support.users import User
 
 
 def _ledger_rows(db_url: str, account_id: object) -> int:
@@ -59,7 +52,7 @@ def _records(db_url: str, user_id: str) -> list[IdempotencyRecord]:
 
 
 # One request per money operation: (path, body) for a customer with two funded accounts.
-def _operations(bank: Bank, alice: Customer, bob: Customer) -> dict[str, tuple[str, Any]]:
+def _operations(bank: Bank, alice: User, bob: User) -> dict[str, tuple[str, Any]]:
     auth = bank.authorize(alice, 10, bob)
     return {
         "transfer": (
@@ -163,7 +156,7 @@ def test_keys_are_scoped_to_the_user_and_the_operation(db_url: str) -> None:
         alice, bob = bank.customer(balance=100), bank.customer(balance=100)
         key = unique_key()
 
-        def post(path: str, who: Customer) -> int:
+        def post(path: str, who: User) -> int:
             response = bank.client.post(
                 path,
                 json={"accountId": str(who.primary), "amount": 10},

@@ -32,8 +32,9 @@ from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import PinSettings
-from tests.money_support import PIN, enrol_pin, open_bank
-from tests.support import CHAIN_KEY, make_user, unique_key
+from tests.support.hosts import CHAIN_KEY
+from tests.support.money import open_bank, unique_key
+from tests.support.users import PIN, enrol_pin, make_user
 
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 CEILING = Decimal(500)

@@ -41,8 +41,8 @@ from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.idempotency import StoredResponse, SuccessRecord
 from shared.money.transfers import TransferOrder, TransferService
-from tests.money_support import Bank, open_bank
-from tests.support import CHAIN_KEY, unique_key
+from tests.support.hosts import CHAIN_KEY
+from tests.support.money import Bank, open_bank, unique_key
 
 pytestmark = pytest.mark.postgres
 

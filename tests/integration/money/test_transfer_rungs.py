@@ -25,8 +25,9 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import unit_of_work
-from tests.money_support import WRONG_PIN, Bank, Customer, open_bank, pin_failures
-from tests.support import CHAIN_KEY
+from tests.support.hosts import CHAIN_KEY
+from tests.support.money import Bank, open_bank
+from tests.support.users import WRONG_PIN, User, pin_failures
 
 
 def _code(response: object) -> tuple[int, str]:
@@ -39,7 +40,7 @@ def _close(db_url: str, account_id: uuid.UUID) -> None:
         session.commit()
 
 
-def bank_customers(bank: Bank, n: int) -> list[Customer]:
+def bank_customers(bank: Bank, n: int) -> list[User]:
     return [bank.customer() for _ in range(n)]
 
 

@@ -25,7 +25,7 @@ from shared.db.engine import get_engine
 from shared.money.applock_sql import postgresql_advisory_lock
 from shared.money.idempotency import StoredResponse
 from shared.money.transfers import TransferOrder
-from tests.money_support import open_bank
+from tests.support.money import open_bank
 
 # The budget: every transfer of the bank waits on the audit chain's tail, so the round trips from
 # the tail lock to the commit (commit included) bound the bank's rate; the statements in all are

@@ -17,7 +17,8 @@ from shared.notices.transports import (
     NoticeRefused,
 )
 from shared.settings import load_settings
-from tests.integration.notices.conftest import CONTACT, make_sweep, notice_row, owed_notices
+from tests.support.hosts import CONTACT
+from tests.support.notices import make_sweep, notice_row, owed_notices
 
 pytestmark = pytest.mark.azurite
 

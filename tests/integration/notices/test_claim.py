@@ -14,7 +14,7 @@ from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import (
+from tests.support.notices import (
     FailingTransport,
     RacingTransport,
     SlowTransport,
@@ -138,8 +138,8 @@ def test_d2_a_delivered_row_records_its_receipt_and_the_mark_clears_the_lease(
 def test_d2_one_claim_never_stamps_more_than_it_was_asked_for(
     engine: Engine, clock: FakeClock
 ) -> None:
-    # A plain `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` on PostgreSQL was rescanned per
-    # outer row and stamped 5 of 5 rows for a limit of 3; the claim picks its rows once.
+    # A plain `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` on PostgreSQL is rescanned per
+    # outer row and can stamp every row (5 of 5 for a limit of 3); the claim picks its rows once.
     owed_notices(engine, 50)
     for limit in (1, 3, 10):
         with writing_unit_of_work(engine) as session:

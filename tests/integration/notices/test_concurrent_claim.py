@@ -1,5 +1,5 @@
-"""Acceptance 1 (ADR-0048 D2): two runners claiming concurrently on PostgreSQL (and, opt-in, SQL
-Server) deliver each of 2,000 owed rows exactly once, refuse no file, and never claim a row under
+"""ADR-0048 D2: two runners claiming concurrently on PostgreSQL (and, opt-in, SQL Server)
+deliver each of 2,000 owed rows exactly once, refuse no file, and never claim a row under
 two leases.
 
 On PostgreSQL the witness is the database's own: a trigger records every change of `LeasedBy` to a
@@ -30,7 +30,8 @@ from shared.db.uow import unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import CONTACT, owed_notices
+from tests.support.hosts import CONTACT
+from tests.support.notices import owed_notices
 
 pytestmark = [pytest.mark.timeout(240)]
 

@@ -28,8 +28,9 @@ from shared.notices.transports import (
     PickupDirectoryTransport,
     is_temporary_file_name,
 )
-from tests.integration.notices.conftest import CONTACT, make_sweep, notice_row, owed_notices
-from tests.support import REPO
+from tests.support.checkout import REPO
+from tests.support.hosts import CONTACT
+from tests.support.notices import make_sweep, notice_row, owed_notices
 
 LEASE = 120
 

@@ -19,7 +19,8 @@ from shared.db.uow import unit_of_work
 from shared.notices.evidence import EvidenceFinding, EvidenceQuestion
 from shared.notices.outcomes import DeliveryOutcome
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import add_audit_event, add_notice, add_user, make_sweep
+from tests.support.notices import add_audit_event, add_notice, make_sweep
+from tests.support.users import add_user
 
 CHANGED = NoticeKind.PIN_CHANGED
 ENROLLED = NoticeKind.PIN_ENROLLED
@@ -42,7 +43,7 @@ def _enrolled_then_changes(
 ) -> tuple[str, list[uuid.UUID], list[uuid.UUID]]:
     """A user who enrolled a PIN and changed it `changes` times: each notice names its own row."""
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session)
+        user_id = add_user(session).user_id
         events = [add_audit_event(session, user_id, ENROLLED)]
         notices = [add_notice(session, user_id, kind=ENROLLED, audit_event_id=events[0])]
         for _ in range(changes):
@@ -136,10 +137,10 @@ def test_d6_a_notice_that_names_no_row_still_gets_the_weaker_question(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     with unit_of_work(engine) as session:
-        backed_user, _ = add_user(session)
+        backed_user = add_user(session).user_id
         add_audit_event(session, backed_user, ENROLLED)
         add_notice(session, backed_user, kind=ENROLLED)  # pre-migration shape, evidence stands
-        bare_user, _ = add_user(session)
+        bare_user = add_user(session).user_id
         bare = add_notice(session, bare_user, kind=ENROLLED)  # pre-migration shape, no evidence
         session.commit()
     findings = _sweep_findings(engine, clock, pickup, expect_delivered=2)
@@ -163,7 +164,7 @@ def test_one_sweeps_single_read_still_answers_each_notice_its_own_question(
     _point(engine, notices[3], events[0])  # its own user's enrolment row (exact, found)
     _point(engine, other_notices[0], None)  # null pointer, the user has an enrolment row: stands
     with unit_of_work(engine) as session:
-        bare_user, _ = add_user(session)
+        bare_user = add_user(session).user_id
         bare = add_notice(session, bare_user, kind=ENROLLED)  # null pointer, no row at all
         session.commit()
 

@@ -16,15 +16,10 @@ from azurebank_cli import exits
 from azurebank_cli.main import main
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
-from tests.integration.notices.conftest import (
-    CONTACT,
-    add_notice,
-    add_user,
-    make_sweep,
-    notice_row,
-    owed_notices,
-)
-from tests.support import run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CONTACT
+from tests.support.notices import add_notice, make_sweep, notice_row, owed_notices
+from tests.support.users import add_user
 
 OTHER = "api/host-x/4242/0badf00d"
 
@@ -79,7 +74,7 @@ def test_d5_notify_exits_2_when_everything_owed_is_held_under_another_runners_li
 ) -> None:
     until = _lease_until_from_now(10)
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session)
+        user_id = add_user(session).user_id
         held = [add_notice(session, user_id, leased_by=OTHER, leased_until=until) for _ in range(2)]
         session.commit()
     code, out, _ = _notify(capsys)
@@ -104,7 +99,7 @@ def test_d5_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session)
+        user_id = add_user(session).user_id
         add_notice(session, user_id, leased_by=OTHER, leased_until=_lease_until_from_now(10))
         lapsed = add_notice(
             session, user_id, leased_by=OTHER, leased_until=_lease_until_from_now(-1)
@@ -197,9 +192,9 @@ def test_d5_notify_exits_1_when_another_failure_left_rows_owed(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session, email="   ")
+        user_id = add_user(session, email="   ").user_id
         blank = add_notice(session, user_id)
-        good_user, _ = add_user(session)
+        good_user = add_user(session).user_id
         add_notice(session, good_user)
         session.commit()
     code, out, _ = _notify(capsys, "--json")
@@ -221,7 +216,7 @@ def test_d5_a_row_that_failed_is_let_go_when_notify_exits_so_the_next_run_may_ta
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session, email=None)
+        user_id = add_user(session, email=None).user_id
         notice_id = add_notice(session, user_id, kind="PasswordReset")
         session.commit()
     assert _notify(capsys)[0] == exits.FAILURE
@@ -261,7 +256,7 @@ def test_notices_status_shows_owed_rows_their_holders_and_the_oldest_owed_rows_a
 ) -> None:
     created = datetime.now(UTC) - timedelta(hours=1, minutes=2, seconds=3)
     with unit_of_work(engine) as session:
-        user_id, _ = add_user(session)
+        user_id = add_user(session).user_id
         oldest = add_notice(session, user_id, created_at=created)
         add_notice(session, user_id, created_at=created + timedelta(minutes=1))
         add_notice(

@@ -19,10 +19,11 @@ from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, load_settings
-from tests.runner_support import notice_state, owe_notices
-from tests.support import CHAIN_KEY, CONTACT
+from tests.support.checkout import REPO
+from tests.support.hosts import relay_environ
+from tests.support.notices import just_now, notice_row, owed_notices
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "operations.md"
+DOC = REPO / "docs" / "operations.md"
 EXAMPLE_ID = uuid.UUID("0b7c1a6e-1f4e-4b8e-9d7e-2a3c4d5e6f01")
 LABELS = {"postgresql": "PostgreSQL:", "sqlite": "SQLite", "mssql": "SQL Server:"}
 
@@ -39,30 +40,15 @@ def runbook_sql(dialect: str) -> str:
 def _refused(
     db_url: str, pickup: Path, clock: FakeClock
 ) -> tuple[HostedRelay, uuid.UUID, Settings]:
-    settings = load_settings(
-        {
-            "Database__Url": db_url,
-            "Audit__ChainKey": CHAIN_KEY,
-            "Notices__Runner": "Function",
-            "Notices__PickupDirectory": str(pickup),
-            "Notices__Contact": CONTACT,
-        }
-    )
-    (notice,) = owe_notices(db_url)
+    settings = load_settings(relay_environ(db_url, pickup, "Function"))
+    notice = owed_notices(db_url, start=just_now())[0].id
     # A file left by a runner that died before its mark (D3).
     (pickup / f"{notice}.eml").write_bytes(b"left behind\n")
     host = start_function_host(settings, clock=clock).relay
     summary = host.tick(past_due=False)
     assert summary is not None and summary.refused == 1
-    assert notice_state(db_url, notice).delivered_at is None
+    assert notice_row(db_url, notice).DeliveredAt is None
     return host, notice, settings
-
-
-@pytest.fixture
-def pickup(tmp_path: Path) -> Path:
-    directory = tmp_path / "pickup"
-    directory.mkdir()
-    return directory
 
 
 def test_d3_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after_its_refusal(
@@ -84,7 +70,7 @@ def test_d3_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after
     summary = host.tick(past_due=False)
 
     assert summary is not None and summary.delivered == 1
-    assert notice_state(db_url, notice).delivered_at is not None
+    assert notice_row(db_url, notice).DeliveredAt is not None
     assert (pickup / f"{notice}.eml").read_bytes() != b"left behind\n"
 
 
@@ -101,9 +87,9 @@ def test_d3_runbook_mark_the_row_with_the_documented_sql(db_url: str, pickup: Pa
         again = connection.execute(text(sql.replace(shown, actual))).rowcount
     assert (marked, again) == (1, 0)  # one row updated; a second run finds nothing to do
 
-    state = notice_state(db_url, notice)
-    assert state.delivered_at is not None and state.leased_by is None
-    assert state.receipt == "operator: kept the existing file (ADR-0048 D3 runbook)"
+    state = notice_row(db_url, notice)
+    assert state.DeliveredAt is not None and state.LeasedBy is None
+    assert state.DeliveryReceipt == "operator: kept the existing file (ADR-0048 D3 runbook)"
     summary = host.tick(past_due=False)
     assert summary is not None and summary.held == 0 and summary.refused == 0
     assert (pickup / f"{notice}.eml").read_bytes() == b"left behind\n"  # never overwritten

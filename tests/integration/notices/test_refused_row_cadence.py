@@ -13,12 +13,7 @@ from sqlalchemy import Engine
 
 from shared.clock import FakeClock
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import (
-    CountingTransport,
-    make_sweep,
-    notice_row,
-    owed_notices,
-)
+from tests.support.notices import CountingTransport, make_sweep, notice_row, owed_notices
 
 A = "api/host-a/101/aaaaaaaa"
 B = "api/host-b/202/bbbbbbbb"

@@ -16,14 +16,8 @@ from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
 from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
-from tests.integration.notices.conftest import (
-    FRESH,
-    RacingTransport,
-    SlowTransport,
-    add_notice,
-    add_user,
-    make_sweep,
-)
+from tests.support.notices import RacingTransport, SlowTransport, add_notice, make_sweep
+from tests.support.users import FRESH, add_user
 
 
 class ScriptedTransport:
@@ -49,10 +43,10 @@ def test_d7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with
     with unit_of_work(engine) as session:
 
         def notice(email: str | None = FRESH, kind: str = NoticeKind.PIN_ENROLLED) -> uuid.UUID:
-            user_id, address = add_user(session, email=email)
-            if address and address.strip():
-                addresses.append(address.strip())
-            return add_notice(session, user_id, kind=kind)
+            user = add_user(session, email=email)
+            if user.email and user.email.strip():
+                addresses.append(user.email.strip())
+            return add_notice(session, user.user_id, kind=kind)
 
         delivered = notice()
         missing, blank = notice(email=None), notice(email="  ")
@@ -62,10 +56,10 @@ def test_d7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with
         transport_fails = notice()
         refused = notice()
         taken = notice()
-        gone_user, gone_address = add_user(session)
-        addresses.append(str(gone_address))
+        gone = add_user(session)
+        addresses.append(str(gone.email))
         exact_finding = add_notice(
-            session, gone_user, kind=NoticeKind.PIN_CHANGED, audit_event_id=uuid.uuid4()
+            session, gone.user_id, kind=NoticeKind.PIN_CHANGED, audit_event_id=uuid.uuid4()
         )
         session.commit()
 
@@ -86,10 +80,10 @@ def test_d7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with
     summary = make_sweep(engine, clock, transport, runner="function/h/1/0000000a").run()
     # A second runner whose sweep outlives its lease, and one whose database is unreachable.
     with unit_of_work(engine) as session:
-        late_user, late_address = add_user(session)
-        addresses.append(str(late_address))
-        add_notice(session, late_user)
-        add_notice(session, late_user)
+        late = add_user(session)
+        addresses.append(str(late.email))
+        add_notice(session, late.user_id)
+        add_notice(session, late.user_id)
         session.commit()
     slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=200))
     lapsed = make_sweep(engine, clock, slow, runner="api/h/2/0000000b").run()

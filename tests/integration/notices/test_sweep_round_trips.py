@@ -16,12 +16,7 @@ from sqlalchemy import Engine, event
 from shared.clock import FakeClock
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import PickupDirectoryTransport
-from tests.integration.notices.conftest import (
-    FailingTransport,
-    make_sweep,
-    notice_row,
-    owed_notices,
-)
+from tests.support.notices import FailingTransport, make_sweep, notice_row, owed_notices
 
 
 @contextmanager

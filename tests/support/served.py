@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,20 +19,15 @@ from pathlib import Path
 import httpx
 
 from shared.settings import Settings
-from tests.leak_watch import assert_no_secret_shapes
-from tests.support import CHAIN_KEY
+from tests.support.checkout import REPO
+from tests.support.connections import unused_port
+from tests.support.hosts import CHAIN_KEY
+from tests.support.leak_watch import assert_no_secret_shapes
 
-ROOT = Path(__file__).resolve().parents[2]
 CLI = (sys.executable, "-m", "azurebank_cli")
 WAIT = 60.0  # seconds: a bound on a slow shared machine, not a speed claim
 # Every section the app reads (`Database__Url`, `Notices:Runner`, ...), compared lower-case.
 _SECTIONS = frozenset(name.lower() for name in Settings.model_fields)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_environ(database_url: str, **settings: str) -> dict[str, str]:
@@ -46,7 +40,7 @@ def clean_environ(database_url: str, **settings: str) -> dict[str, str]:
     }
     env.update(
         {
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": str(REPO),
             "Database__Url": database_url,
             "Audit__ChainKey": CHAIN_KEY,
             **settings,
@@ -55,7 +49,7 @@ def clean_environ(database_url: str, **settings: str) -> dict[str, str]:
     return env
 
 
-def run_cli(env: dict[str, str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def run_cli(env: dict[str, str], *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     """One `azurebank` command run to its end, output captured as text."""
     return subprocess.run(
         [*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
@@ -110,7 +104,7 @@ def served(
     log: Path,
     *,
     port: int | None = None,
-    cwd: Path = ROOT,
+    cwd: Path = REPO,
     program: Sequence[str] = CLI,
     ready: Callable[[ServedProcess], bool] = ServedProcess.answers_health,
 ) -> Iterator[ServedProcess]:
@@ -118,7 +112,7 @@ def served(
     once `ready` holds (by default, GET /api/health answers 200), always stopped on the way out.
     A server that exits before it is ready fails the test with its output; one whose output
     holds the shape of a secret (a token, a test address, a suite key) fails it after the stop."""
-    port = free_port() if port is None else port
+    port = unused_port() if port is None else port
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [*program, "serve", "--port", str(port)],

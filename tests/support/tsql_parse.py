@@ -57,8 +57,8 @@ from shared.audit.chain import SealedAuditRow
 from shared.money import applock_sql, transfer_write_sql
 from shared.money.idempotency import SuccessRecord
 from shared.notices import claim_sql
+from tests.support.checkout import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 _APP_PARTS = ("shared", "api_funcs", "relay_func", "function_app.py")
 _THIS_FILE = str(Path(__file__).resolve())
 
@@ -275,8 +275,8 @@ def _origin(code: CodeType) -> str:
     if origin is None:
         path = code.co_filename
         origin = "other"
-        if path.startswith(str(ROOT)) and path != _THIS_FILE and "/.venv/" not in path:
-            relative = Path(path).relative_to(ROOT).parts
+        if path.startswith(str(REPO)) and path != _THIS_FILE and "/.venv/" not in path:
+            relative = Path(path).relative_to(REPO).parts
             if relative[:2] == ("shared", "migrations"):
                 origin = "migration"
             elif relative and relative[0] in _APP_PARTS:

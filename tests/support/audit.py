@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.support import CHAIN_KEY, run_python
+from tests.support.checkout import run_python
+from tests.support.hosts import CHAIN_KEY
 
 
 def run_audit_verify(

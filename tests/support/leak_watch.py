@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from tests.support import CHAIN_KEY, SIGNING_KEY
+from tests.support.hosts import CHAIN_KEY, SIGNING_KEY
 
 # uvicorn's dictConfig sets propagate=False on "uvicorn" and "uvicorn.access": a watch on the
 # root logger alone never sees the access line or "Exception in ASGI application".

@@ -1,0 +1,104 @@
+"""A test host: its app settings (the suite's keys and contact), the one FastAPI app in-process,
+and a hosted relay whose sweep a test stands in for."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi.routing import iter_route_contexts
+from fastapi.testclient import TestClient
+
+from api_funcs.app import create_app
+from api_funcs.context import AppContext
+from shared.clock import Clock
+from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.runner_name import make_runner_name
+from shared.settings import Settings, load_settings, require_host
+
+SIGNING_KEY = "test-signing-key-" + "x" * 32
+CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
+# The Notices__Contact every test host uses (ADR-0048 D6: mandatory content of a notice).
+CONTACT = "AzureBank support, +1 555 0100"
+
+
+def host_environ(db_url: str, **overrides: str) -> dict[str, str]:
+    """A complete, valid app-settings environment for a test host."""
+    env = {
+        "Database__Url": db_url,
+        "Auth__SigningKey": SIGNING_KEY,
+        "Audit__ChainKey": CHAIN_KEY,
+    }
+    env.update(overrides)
+    return env
+
+
+def relay_environ(db_url: str, pickup: Path, runner: str, **overrides: str) -> dict[str, str]:
+    """A host's environment with the relay's section complete (ADR-0048 D6): the flag set to
+    `runner`, the pickup directory, the contact."""
+    env = {
+        "Database__Url": db_url,
+        "Audit__ChainKey": CHAIN_KEY,
+        "Notices__Runner": runner,
+        "Notices__PickupDirectory": str(pickup),
+        "Notices__Contact": CONTACT,
+    }
+    env.update(overrides)
+    return env
+
+
+def host_settings(db_url: str, **overrides: str) -> Settings:
+    return load_settings(host_environ(db_url, **overrides))
+
+
+@contextmanager
+def api_client(
+    db_url: str, clock: Clock, environ: Mapping[str, str] | None = None
+) -> Iterator[TestClient]:
+    """The one FastAPI app over `db_url`, on `clock`, without a server process."""
+    settings = load_settings(dict(environ) if environ is not None else host_environ(db_url))
+    app = create_app(AppContext(settings, clock=clock, database_url=db_url))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def served_routes() -> list[tuple[str, str]]:
+    """Every (method, path) the app serves, HEAD aside: each operation and the document."""
+    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    # FastAPI 0.16x resolves included routers lazily: walk the contexts, not app.routes.
+    return sorted(
+        (method, context.path)
+        for context in iter_route_contexts(app.routes)
+        if context.path
+        for method in (context.methods or {"GET"}) - {"HEAD"}
+    )
+
+
+class FakeSweep:
+    """Stands in for a NoticeSweep where only a host's loop or tick is under test: each run calls
+    `work` (the sweep's own protocol is tested on real databases elsewhere)."""
+
+    def __init__(self, work: Callable[[], Any]) -> None:
+        self._work = work
+
+    def run(self) -> Any:
+        return self._work()
+
+
+def hosted(kind: HostedKind, settings: Settings, work: Callable[[], Any]) -> HostedRelay:
+    """A HostedRelay as `shared.bootstrap.hosted_relay` builds it (settings checked, the flag
+    read once), with `work` in place of the sweep when the flag names this kind."""
+    require_host(settings, kind)
+    if not is_named(settings, kind):
+        return HostedRelay(kind, settings)
+    sweep = FakeSweep(work)
+    return HostedRelay(
+        kind,
+        settings,
+        runner=make_runner_name(kind),
+        target="pickup directory (Notices__PickupDirectory)",
+        sweep=lambda: sweep,
+    )
