@@ -31,11 +31,6 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
     return account
 
 
-def primary_account(session: Session, user_id: str) -> Account | None:
-    """A customer's primary account: the oldest open one (where incoming transfers land)."""
-    return session.scalar(_primary_account(), {"payee_user_id": user_id})
-
-
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[Account | None, Account | None]:
@@ -61,11 +56,6 @@ def _primary_account_id() -> Select[uuid.UUID]:
         .order_by(Account.CreatedAt, Account.Id)
         .limit(1)
     )
-
-
-@functools.cache
-def _primary_account() -> Select[Account]:
-    return select(Account).where(Account.Id == _primary_account_id().scalar_subquery())
 
 
 @functools.cache

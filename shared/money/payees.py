@@ -5,11 +5,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, case, exists, func, select
 from sqlalchemy.orm import Session
 
-from shared.db.schema import AspNetUser
-from shared.money.accounts import primary_account
+from shared.db.schema import Account, AspNetUser
 from shared.money.refusals import PayeeInvalid, PayeeNotFound
 
 
@@ -30,20 +29,25 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
         raise PayeeNotFound()
     # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
     # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
-    user_id = session.scalar(_payee_by_tag(), {"azure_tag": azure_tag})
-    if user_id is None:
+    # One statement answers both questions; they are judged in the rung order below.
+    found = session.execute(_payee_by_tag(), {"azure_tag": azure_tag}).first()
+    if found is None:
         raise PayeeNotFound()
+    user_id, has_open_account = found
     if user_id == caller_id:
         raise PayeeInvalid()
-    if primary_account(session, user_id) is None:
+    if not has_open_account:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
 
 
 @functools.cache
-def _payee_by_tag() -> Select[str]:
-    # Built once, with a named parameter: every transfer and mint runs it.
-    return select(AspNetUser.Id).where(
+def _payee_by_tag() -> Select[str, int]:
+    """The tag's user and whether it has an open account to receive into (its primary account
+    exists), built once with a named parameter: every transfer and mint runs it. CASE WHEN
+    EXISTS, because SQL Server has no boolean expression in a select list."""
+    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted.is_(False))
+    return select(AspNetUser.Id, case((open_account, 1), else_=0)).where(
         AspNetUser.NormalizedAzureTag
         == func.upper(bindparam("azure_tag", type_=AspNetUser.AzureTag.type))
     )

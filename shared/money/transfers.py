@@ -11,7 +11,7 @@ application lock, with the day decided against the instant of the spend.
       tail, debit/credit with concurrency tokens, ledger rows, authorization spent
       (conditional), the idempotency record → commit }
 
-Statements per transfer on PostgreSQL: 4 before the loop, then per attempt the lock, the
+Statements per transfer on PostgreSQL: 3 before the loop, then per attempt the lock, the
 accounts, the sum, the tail lock, the writes; from the tail lock to the commit, 3 round trips
 (pinned by tests/integration/money/test_transfer_statement_budget.py; why:
 shared/money/transfer_write_sql.py).

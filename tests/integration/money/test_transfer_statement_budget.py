@@ -30,7 +30,7 @@ from tests.support.money import open_bank
 # The budget: every transfer of the bank waits on the audit chain's tail, so the round trips from
 # the tail lock to the commit (commit included) bound the bank's rate; the statements in all are
 # what one transfer costs its client and the server.
-STATEMENTS_PER_TRANSFER = 9
+STATEMENTS_PER_TRANSFER = 8
 ROUND_TRIPS_FROM_THE_TAIL_LOCK_TO_THE_COMMIT = 3
 
 COMMIT = "COMMIT"
@@ -70,7 +70,7 @@ def counted(engine: Engine) -> Iterator[RoundTrips]:
 
 
 @pytest.mark.postgres
-def test_one_transfer_is_nine_statements_and_three_round_trips_from_the_tail_lock_to_the_commit(
+def test_one_transfer_is_eight_statements_and_three_round_trips_from_the_tail_lock_to_the_commit(
     postgres_url: str,
 ) -> None:
     """One external transfer at the service layer, its success stored with the money (the
