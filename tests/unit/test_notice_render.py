@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from email import policy
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shared.db.schema import NoticeKind
 from shared.notices.address import AddressProblem, address_problem
@@ -96,7 +98,15 @@ def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     assert make_runner_name(kind) != name  # type: ignore[arg-type]
 
 
-def _render_with_the_stock_policy(kind: str, address: str, contact: str) -> bytes:
+def _render_with_the_stock_policy(
+    kind: str,
+    address: str,
+    contact: str,
+    *,
+    notice_id: uuid.UUID = NOTICE_ID,
+    occurred_at: datetime = OCCURRED,
+    now: datetime = NOW,
+) -> bytes:
     """The message as written before the renderer cached header classes and parsed headers: the
     stock SMTPUTF8 policy, every header set from its text."""
     from email.message import EmailMessage
@@ -114,11 +124,12 @@ def _render_with_the_stock_policy(kind: str, address: str, contact: str) -> byte
     msg["From"] = "AzureBank security notices <notices@azurebank.invalid>"
     msg["To"] = address
     msg["Subject"] = subjects[kind]
-    msg["Date"] = format_datetime(NOW)
-    msg["Message-ID"] = message_id(NOTICE_ID)
+    msg["Date"] = format_datetime(now.astimezone(UTC))
+    msg["Message-ID"] = message_id(notice_id)
     msg["Auto-Submitted"] = "auto-generated"
     msg.set_content(
-        f"{events[kind]}\n\nWhen: 2026-09-07 11:58:30 UTC\nReference: {NOTICE_ID}\n\n"
+        f"{events[kind]}\n\nWhen: {occurred_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC\n"
+        f"Reference: {notice_id}\n\n"
         f"If this was you, there is nothing to do.\nIf it was not, contact us at once: {contact}\n"
     )
     return msg.as_bytes()
@@ -152,3 +163,56 @@ def test_the_renderer_writes_every_byte_the_stock_email_policy_writes(
             now=NOW,
         )
         assert rendered == _render_with_the_stock_policy(kind, address, contact)
+
+
+_ATOM = st.text(alphabet="abcXYZ019!#$%&'*+/=?^_`{|}~-", min_size=1, max_size=12)
+_PLAIN_ADDRESSES = st.builds(
+    lambda local, domain: ".".join(local) + "@" + ".".join(domain),
+    st.lists(_ATOM, min_size=1, max_size=3),
+    st.lists(_ATOM, min_size=1, max_size=6),
+)
+_ADDRESSES = st.one_of(
+    _PLAIN_ADDRESSES,
+    # Near the fold width, quoted local parts, non-ASCII: the forms the email package writes.
+    st.builds(lambda n: "a" * n + "@example.com", st.integers(50, 90)),
+    st.builds(lambda s: f'"{s}"@example.com', st.text("ab .", min_size=1, max_size=8)),
+    st.builds(lambda s: f"{s}@exämple.com", st.text("aé", min_size=1, max_size=8)),
+).filter(lambda a: address_problem(a) is None)
+_CONTACTS = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60),
+    st.text(max_size=60).filter(lambda c: "\r" not in c and "\n" not in c),
+)
+_INSTANTS = st.datetimes(
+    min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+
+
+@given(
+    kind=st.sampled_from([NoticeKind.PIN_ENROLLED, NoticeKind.PIN_CHANGED]),
+    address=_ADDRESSES,
+    contact=_CONTACTS,
+    notice_id=st.uuids(),
+    occurred_at=_INSTANTS,
+    now=_INSTANTS,
+)
+def test_every_notice_is_the_bytes_the_stock_email_policy_writes(
+    kind: str,
+    address: str,
+    contact: str,
+    notice_id: uuid.UUID,
+    occurred_at: datetime,
+    now: datetime,
+) -> None:
+    """DESIGN §6: the message is the standard library's, whichever way the renderer writes it
+    (directly for a plain address and contact, through the email package otherwise)."""
+    rendered = render_notice(
+        notice_id=notice_id,
+        kind=kind,
+        occurred_at=occurred_at,
+        address=address,
+        contact=contact,
+        now=now,
+    )
+    assert rendered == _render_with_the_stock_policy(
+        kind, address, contact, notice_id=notice_id, occurred_at=occurred_at, now=now
+    )
