@@ -20,10 +20,9 @@ import pytest
 
 from azurebank_cli import exits
 from shared.db.engine import build_engine
-from tests.support.checkout import REPO as ROOT
-from tests.support.hosts import CHAIN_KEY, CONTACT
-from tests.support.notices import owed_notices
-from tests.support.served import CLI, run_cli
+from tests.e2e.serve_process import CLI, ROOT, run_cli
+from tests.integration.notices.conftest import CONTACT, owed_notices
+from tests.support import CHAIN_KEY
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ import pytest
 from api_funcs.served import build_served_app
 from shared.bootstrap import start_function_host
 from shared.settings import Settings, load_settings
-from tests.support.hosts import CHAIN_KEY
+from tests.support import CHAIN_KEY
 
 RELAY_LOGGER = "azurebank.notices.relay"
 NAME = r"[^/\s]+/\d+/[0-9a-f]{8}"

@@ -1,11 +1,16 @@
-"""The relay tests' clock: a FakeClock at the moment their notices are created from."""
+"""The relay tests' clock: a FakeClock at the moment their notices are created from. CONTACT and
+owed_notices are re-exported under the name the CLI contract test, which stays as written,
+imports them by; they live in tests/support/."""
 
 from __future__ import annotations
 
 import pytest
 
 from shared.clock import FakeClock
-from tests.support.notices import START
+from tests.support.hosts import CONTACT
+from tests.support.notices import START, owed_notices
+
+__all__ = ["CONTACT", "owed_notices"]
 
 
 @pytest.fixture
