@@ -9,13 +9,15 @@ from typing import Any
 from azurebank_cli import exits
 from azurebank_cli.runtime import whole_number
 from shared.clock import SystemClock
+from shared.identity import claims
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import load_settings
 
 
 def _user(text: str) -> str:
-    # AspNetUsers.Id is nvarchar(450); a blank or longer `sub` would verify for nobody.
-    if not text.strip() or len(text) > 450 or text != text.strip():
+    # The verifier's own rule for `sub` (shared.identity.claims): a token it would refuse is
+    # refused here, before it is minted. Surrounding spaces are refused too: no Id holds them.
+    if claims.user_id(text) is None or text != text.strip():
         raise argparse.ArgumentTypeError("must be an AspNetUsers.Id (1 to 450 characters)")
     return text
 

@@ -108,14 +108,14 @@ _PLAIN_TAIL = (
 
 
 def _plain_message(notice_id: uuid.UUID, kind: str, address: str, date: str, body: str) -> bytes:
+    lines = body.replace("\n", "\r\n")
     return (
         f"From: {NOTICE_SENDER}\r\n"
         f"To: {address}\r\n"
         f"Subject: {_SUBJECTS[kind]}\r\n"
         f"Date: {date}\r\n"
         f"Message-ID: {message_id(notice_id)}\r\n"
-        f"{_PLAIN_TAIL}"
-        f"{body.replace(chr(10), chr(13) + chr(10))}"
+        f"{_PLAIN_TAIL}{lines}"
     ).encode("ascii")
 
 
