@@ -23,6 +23,22 @@ def test_a_wrong_command_line_exits_64(argv: list[str], capsys: pytest.CaptureFi
     assert "usage:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "user",
+    ["\U0001f600" * 300, " u1", "u1 ", ""],
+    ids=["600-utf16-units", "leading-space", "trailing-space", "blank"],
+)
+def test_token_refuses_a_user_id_the_verifier_would_refuse_with_64(
+    user: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The token's `sub` is held to the verifier's rule (shared.identity.claims.user_id):
+    AspNetUsers.Id counts UTF-16 units, so 300 emoji are 600 of its 450."""
+    with pytest.raises(SystemExit) as exited:
+        main(["token", "--user", user])
+    assert exited.value.code == exits.USAGE
+    assert "AspNetUsers.Id" in capsys.readouterr().err
+
+
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--help"])
