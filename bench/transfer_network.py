@@ -9,7 +9,8 @@ engine (not by reading the code):
 - transfers/s with `clients` client PROCESSES (Function instances are processes: threads would
   add the GIL's waits to the time the tail is held) at a fixed simulated latency per round trip:
   `time.sleep(delay)` before every cursor execute, at every BEGIN (psycopg sends it as its own
-  round trip), COMMIT and ROLLBACK, and at every pool checkout (the pre-ping's round trip);
+  round trip), COMMIT and ROLLBACK (none of the three outside a transaction), and at every pool
+  checkout (the pre-ping's round trip);
 - the two write paths in ONE run, alternated (before, after, before, after) over the same
   customers: "before" is `TransferService(one_round_trip=False)`, every write after the tail lock
   its own statement (SQLite's path, and the writes main made one by one); "after" is the one
@@ -153,7 +154,13 @@ def _network(engine: Engine, delay: float, counts: Counts) -> Callable[[], None]
         if under is not None:
             counts.locked_transactions += 1
             counts.round_trips_under_the_tail += under + 1  # the commit (or rollback)
-        round_trip()
+        transaction_round_trip(conn)
+
+    def transaction_round_trip(conn: Any) -> None:
+        # Outside a transaction (AUTOCOMMIT: shared.db.uow.one_read) psycopg sends no BEGIN and
+        # no ROLLBACK, though SQLAlchemy's events still mark its logical transaction.
+        if not conn.connection.driver_connection.autocommit:
+            round_trip()
 
     held_since: list[float] = []  # one client thread per process
 
@@ -168,7 +175,7 @@ def _network(engine: Engine, delay: float, counts: Counts) -> Callable[[], None]
     listeners: list[tuple[Any, str, Callable[..., None]]] = [
         (engine, "before_cursor_execute", statement),
         (engine, "after_cursor_execute", granted),
-        (engine, "begin", round_trip),
+        (engine, "begin", transaction_round_trip),
         (engine, "commit", end),
         (engine, "rollback", end),
         (engine.pool, "checkout", round_trip),

@@ -57,3 +57,24 @@ def writing_unit_of_work(
         sqlite_begin="IMMEDIATE",
         sqlite_busy_timeout_ms=None if wait_seconds is None else wait_seconds * 1000,
     )
+
+
+def one_read(engine: Engine) -> AbstractContextManager[Session]:
+    """A unit of work for ONE read statement, which is its own consistent snapshot on every
+    dialect. On PostgreSQL it runs outside a transaction: psycopg sends BEGIN, and the closing
+    ROLLBACK, each as a round trip of its own, which would be two of the three round trips the
+    read costs. Elsewhere it is a plain unit of work (ODBC and SQLite begin implicitly, with no
+    round trip, and leaving SQL Server's isolation level would cost one to restore it)."""
+    if engine.dialect.name != "postgresql":
+        return unit_of_work(engine)
+    return _autocommit_read(engine)
+
+
+@contextmanager
+def _autocommit_read(engine: Engine) -> Iterator[Session]:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        session = Session(bind=connection, expire_on_commit=False, autoflush=False)
+        try:
+            yield session
+        finally:
+            session.close()

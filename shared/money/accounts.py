@@ -7,6 +7,7 @@ import functools
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from typing import NamedTuple
 
 from sqlalchemy import Select, Update, bindparam, or_, select, update
 from sqlalchemy.orm import Session
@@ -31,15 +32,30 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
     return account
 
 
+class AccountState(NamedTuple):
+    """An account as the transfer judges and writes it: whose it is, its balance, and the
+    concurrency token its balance write is judged by. Named as the columns are."""
+
+    Id: uuid.UUID
+    UserId: str
+    Balance: Decimal
+    Version: int
+
+
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
-) -> tuple[Account | None, Account | None]:
+) -> tuple[AccountState | None, AccountState | None]:
     """The open account `account_id` and the payee's primary account, in one statement: the
-    payer's and the payee's rows with the concurrency tokens their writes will be judged by."""
-    rows = session.scalars(
-        _open_account_and_primary_account(),
-        {"account_id": account_id, "payee_user_id": payee_user_id},
-    ).all()
+    payer's and the payee's rows with the concurrency tokens their writes will be judged by.
+    Plain rows, not ORM objects: nothing here is written through the session, and every
+    transfer runs this read."""
+    rows = [
+        AccountState(*row)
+        for row in session.execute(
+            _open_account_and_primary_account(),
+            {"account_id": account_id, "payee_user_id": payee_user_id},
+        )
+    ]
     payer = next((row for row in rows if row.Id == account_id), None)
     payee = next((row for row in rows if row.Id != account_id), None)
     return payer, payee
@@ -59,8 +75,8 @@ def _primary_account_id() -> Select[uuid.UUID]:
 
 
 @functools.cache
-def _open_account_and_primary_account() -> Select[Account]:
-    return select(Account).where(
+def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
+    return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
         Account.IsDeleted.is_(False),
         or_(
             Account.Id == bindparam("account_id"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import ScalarSelect, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock, utc_day
@@ -30,6 +30,12 @@ def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) ->
     IX_Accounts_UserId then IX_Transactions_AccountId_Type_CreatedAt make it a seek per account
     on (AccountId, 'TransferOut', [day)), not a scan of the ledger (DESIGN §7)."""
     return _daily_outflow().params(user_id=user_id, day_start=day_start, day_end=day_end)
+
+
+def daily_outflow_sum() -> ScalarSelect[Decimal]:
+    """The day's outflow as a scalar subquery (named parameters `user_id`, `day_start`,
+    `day_end`), for a read that answers it beside other questions."""
+    return _daily_outflow().scalar_subquery()
 
 
 @functools.cache
@@ -79,7 +85,10 @@ class DailyOutflowLimit:
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
         """Refuse when used + requested would pass the limit; the bound is inclusive (A2.4)."""
-        used = self.used(session, user_id, instant)
+        self.judge(user_id, requested, self.used(session, user_id, instant), instant)
+
+    def judge(self, user_id: str, requested: Decimal, used: Decimal, instant: datetime) -> None:
+        """`check` on a sum already read (`daily_outflow_sum`, within a larger read)."""
         if used + requested > self.limit:
             # D7: log-only, no audit row (ADR-0044). The user id is no address.
             log.info(

@@ -6,7 +6,8 @@ import functools
 from dataclasses import dataclass
 
 from sqlalchemy import Select, bindparam, case, exists, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from shared.db.schema import Account, AspNetUser
 from shared.money.refusals import PayeeInvalid, PayeeNotFound
@@ -31,9 +32,16 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
     # One statement answers both questions; they are judged in the rung order below.
     found = session.execute(_payee_by_tag(), {"azure_tag": azure_tag}).first()
-    if found is None:
+    return judge_payee(caller_id, azure_tag, *(found or (None, 0)))
+
+
+def judge_payee(
+    caller_id: str, azure_tag: str, user_id: str | None, has_open_account: int
+) -> Payee:
+    """`resolve_payee`'s rungs on its answer already read (`payee_columns`, within a larger
+    read): the tag's user (None: nobody has it) and whether it has an open account."""
+    if user_id is None:
         raise PayeeNotFound()
-    user_id, has_open_account = found
     if user_id == caller_id:
         raise PayeeInvalid()
     if not has_open_account:
@@ -44,10 +52,20 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
 @functools.cache
 def _payee_by_tag() -> Select[str, int]:
     """The tag's user and whether it has an open account to receive into (its primary account
-    exists), built once with a named parameter: every transfer and mint runs it. CASE WHEN
-    EXISTS, because SQL Server has no boolean expression in a select list."""
-    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted.is_(False))
-    return select(AspNetUser.Id, case((open_account, 1), else_=0)).where(
-        AspNetUser.NormalizedAzureTag
-        == func.upper(bindparam("azure_tag", type_=AspNetUser.AzureTag.type))
+    exists), built once with a named parameter: every mint runs it."""
+    return select(*payee_columns()).where(payee_match())
+
+
+def payee_match() -> ColumnElement[bool]:
+    """The AspNetUsers row whose tag is `:azure_tag`, case-insensitively."""
+    return AspNetUser.NormalizedAzureTag == func.upper(
+        bindparam("azure_tag", type_=AspNetUser.AzureTag.type)
     )
+
+
+def payee_columns() -> tuple[InstrumentedAttribute[str], ColumnElement[int]]:
+    """The matched user's Id, and 1 when it has an open account to receive into (else 0): CASE
+    WHEN EXISTS, because SQL Server has no boolean expression in a select list."""
+    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted.is_(False))
+    has_open_account: ColumnElement[int] = case((open_account, 1), else_=0)
+    return AspNetUser.Id, has_open_account

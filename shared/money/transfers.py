@@ -11,9 +11,10 @@ application lock, with the day decided against the instant of the spend.
       tail, debit/credit with concurrency tokens, ledger rows, authorization spent
       (conditional), the idempotency record → commit }
 
-Statements per transfer on PostgreSQL: 3 before the loop, then per attempt the lock, the
-accounts, the sum, the tail lock, the writes; from the tail lock to the commit, 3 round trips
-(pinned by tests/integration/money/test_transfer_statement_budget.py; why:
+Statements per transfer on PostgreSQL: 1 before the loop (the pre-check's one read,
+shared/money/precheck.py), then per attempt the lock, the accounts, the sum, the tail lock, the
+writes; from the tail lock to the commit, 3 round trips (pinned by
+tests/integration/money/test_transfer_statement_budget.py; why:
 shared/money/transfer_write_sql.py).
 """
 
@@ -30,14 +31,15 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
-from shared.db.schema import Account, AuthorizationStatus, TransferAuthorization
-from shared.db.uow import unit_of_work
-from shared.money.accounts import open_account_and_primary_account
+from shared.db.schema import AuthorizationStatus, TransferAuthorization
+from shared.db.uow import one_read
+from shared.money.accounts import AccountState, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.idempotency import ClaimLost, SuccessHook, SuccessRecord
-from shared.money.payees import Payee, resolve_payee
+from shared.money.payees import Payee
 from shared.money.ports import AuditAppender
+from shared.money.precheck import pre_check
 from shared.money.refusals import (
     AuthorizationExpired,
     AuthorizationInvalid,
@@ -74,25 +76,6 @@ class TransferReceipt:
     created_at: datetime
 
 
-def _validate_authorization(
-    session: Session, user_id: str, order: TransferOrder, now: datetime
-) -> None:
-    assert order.authorization_id is not None
-    auth = session.get(TransferAuthorization, order.authorization_id)
-    # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
-    if (
-        auth is None
-        or auth.UserId != user_id
-        or auth.AccountId != order.account_id
-        or auth.RecipientAzureTag != order.recipient_azure_tag
-        or auth.Amount != order.amount
-        or auth.Status != AuthorizationStatus.PENDING.value
-    ):
-        raise AuthorizationInvalid()
-    if auth.ExpiresAt <= now:
-        raise AuthorizationExpired()
-
-
 class TransferService:
     """Spends transfer authorizations; the one place an external transfer moves money."""
 
@@ -120,12 +103,9 @@ class TransferService:
     ) -> TransferReceipt:
         if order.authorization_id is None:
             raise AuthorizationRequired()
-        with unit_of_work(self._engine) as session:
-            payee = resolve_payee(session, user_id, order.recipient_azure_tag)
-            now = self._clock.now()
-            _validate_authorization(session, user_id, order, now)
+        with one_read(self._engine) as session:
             # D4.2: before the loop, after the authorization, before the balance.
-            self._limit.check(session, user_id, order.amount, now)
+            payee = pre_check(session, self._limit, user_id, order, self._clock.now())
         return run_money_transaction(
             lambda: self._lock.unit_of_work(self._engine, user_id),
             lambda session: self._attempt(session, user_id, order, payee, on_success),
@@ -197,7 +177,7 @@ class TransferService:
 
     def _parties(
         self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
-    ) -> tuple[Account, Account]:
+    ) -> tuple[AccountState, AccountState]:
         """The sender's and the payee's rows (one read), the authoritative day (D4.3), then the
         sender, the balance, the payee's account; refuses in that order."""
         # The sender's row (and its concurrency token) is read BEFORE the sum: any transfer from
@@ -223,7 +203,7 @@ class TransferService:
 def _transfer_writes(
     order: TransferOrder,
     receipt: TransferReceipt,
-    parties: tuple[Account, Account],
+    parties: tuple[AccountState, AccountState],
     audit_row: SealedAuditRow,
     success: SuccessRecord | None,
 ) -> TransferWrites:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import Engine, event
 
@@ -30,7 +31,7 @@ from tests.support.money import open_bank
 # The budget: every transfer of the bank waits on the audit chain's tail, so the round trips from
 # the tail lock to the commit (commit included) bound the bank's rate; the statements in all are
 # what one transfer costs its client and the server.
-STATEMENTS_PER_TRANSFER = 8
+STATEMENTS_PER_TRANSFER = 6
 ROUND_TRIPS_FROM_THE_TAIL_LOCK_TO_THE_COMMIT = 3
 
 COMMIT = "COMMIT"
@@ -70,7 +71,7 @@ def counted(engine: Engine) -> Iterator[RoundTrips]:
 
 
 @pytest.mark.postgres
-def test_one_transfer_is_eight_statements_and_three_round_trips_from_the_tail_lock_to_the_commit(
+def test_one_transfer_is_six_statements_and_three_round_trips_from_the_tail_lock_to_the_commit(
     postgres_url: str,
 ) -> None:
     """One external transfer at the service layer, its success stored with the money (the
@@ -113,3 +114,35 @@ def test_one_transfer_is_eight_statements_and_three_round_trips_from_the_tail_lo
         i for i, sql in enumerate(trips.sent) if any(verb in sql for verb in ("UPDATE ", "INSERT "))
     ]
     assert applock < tail < min(writes), trips.sent
+
+
+@pytest.mark.postgres
+def test_the_pre_check_is_one_read_outside_a_transaction_and_the_rest_one_transaction(
+    postgres_url: str,
+) -> None:
+    """psycopg sends BEGIN, and the ROLLBACK that ends a reading unit of work, as round trips of
+    their own: the pre-check's one read runs with no transaction open (shared.db.uow.one_read),
+    every later statement inside the one locked transaction."""
+    with open_bank(postgres_url) as bank:
+        alice, bob = bank.customer(balance=100), bank.customer()
+        auth = uuid.UUID(bank.authorize(alice, 10, bob))
+        engine = get_engine(postgres_url)
+        services = bootstrap(bank.settings, engine, bank.clock)
+        seen: list[tuple[str, psycopg.pq.TransactionStatus]] = []
+
+        def on_statement(conn: Any, _cursor: object, sql: str, *_rest: object) -> None:
+            status = conn.connection.driver_connection.info.transaction_status
+            seen.append((sql.splitlines()[0][:60], status))
+
+        event.listen(engine, "after_cursor_execute", on_statement)
+        try:
+            services.transfers.transfer(
+                alice.user_id, TransferOrder(alice.primary, bob.tag, Decimal(10), auth)
+            )
+        finally:
+            event.remove(engine, "after_cursor_execute", on_statement)
+    statuses = [status for _sql, status in seen]
+    idle, in_transaction = psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS
+    # Each status is read after its statement's answer: a statement run inside a transaction
+    # leaves it open, one run outside leaves the connection idle.
+    assert statuses == [idle] + [in_transaction] * (len(seen) - 1), seen
