@@ -29,16 +29,14 @@ import base64
 import contextlib
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 from bench.relay import bench_database
+from bench.worktree import worktree
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -158,26 +156,6 @@ def _seed(url: str, settings_env: dict[str, str]) -> str:
     return issue_token(load_settings(settings_env), SystemClock(), user.user_id)
 
 
-@contextlib.contextmanager
-def _worktree(revision: str) -> Iterator[Path]:
-    """A detached git worktree of `revision`, removed after."""
-    parent = Path(tempfile.mkdtemp(prefix="azurebank-bench-before-"))
-    checkout = parent / "checkout"
-    try:
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(checkout), revision],
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-        )
-        yield checkout
-    finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(checkout)], cwd=REPO, check=False
-        )
-        shutil.rmtree(parent, ignore_errors=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9, help="fresh interpreters per command (≥7)")
@@ -197,7 +175,7 @@ def main() -> None:
         env.update(settings_env)
         checkouts = {"after": REPO}
         if args.before:
-            checkouts = {"before": cleanup.enter_context(_worktree(args.before)), "after": REPO}
+            checkouts = {"before": cleanup.enter_context(worktree(args.before)), "after": REPO}
         auth = {"Authorization": f"Bearer {token}"}
         commands: list[tuple[str, Path, str, str, dict[str, str]]] = [
             ("frameworks", REPO, FRAMEWORKS, "", {})

@@ -14,7 +14,11 @@ engine (not by reading the code):
 - the two write paths in ONE run, alternated (before, after, before, after) over the same
   customers: "before" is `TransferService(one_round_trip=False)`, every write after the tail lock
   its own statement (SQLite's path, and the writes main made one by one); "after" is the one
-  round trip.
+  round trip. Both share everything outside the critical section, so their ratio is the
+  critical section's alone;
+- with `before=(revision, worktree)`, that revision's code as well, each round first, from client
+  processes of its own started on the worktree (bench/worktree.py): main as it was, every saving
+  of the work outside the critical section included.
 
 Each transfer is TransferService.transfer with its success stored with the money (an
 idempotency marker claimed beforehand in bulk, as authorizations are minted in bulk: neither the
@@ -25,7 +29,9 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.synchronize
+import shutil
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, event, insert
@@ -50,7 +57,6 @@ from shared.db.schema import (
 )
 from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
-from shared.money.idempotency import SuccessRecord
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import Settings
 
@@ -202,12 +208,48 @@ def _client(
     next_order: Synchronized[int],
     results: multiprocessing.Queue[tuple[str, Counts]],
 ) -> None:
+    """One client process: each phase's orders, taken one at a time from the shared counter.
+    In a process started on an earlier revision's worktree (`run(before=...)`) every path is
+    that revision's own service, as its bootstrap builds it."""
     from shared.settings import load_settings
 
     settings: Settings = load_settings(environ)
     engine = build_engine(url)
     clock = FakeClock(day)
+    transfer = _transfer_of_this_tree(settings, engine, clock, day)
+    for path, orders in phases:
+        counts = Counts()
+        remove_network = _network(engine, delay, counts)
+        barrier.wait()  # every client connected and ready: the clock starts
+        while True:
+            with next_order.get_lock():
+                index = next_order.value
+                next_order.value += 1
+            if index >= len(orders):
+                break
+            try:
+                transfer(path, orders[index])
+                counts.transfers += 1
+            except DomainError:
+                counts.refused += 1
+        counts.finished_at = time.monotonic()
+        remove_network()
+        results.put((path, counts))
+        barrier.wait()  # the phase is over for everybody
+    engine.dispose()
+
+
+def _transfer_of_this_tree(
+    settings: Settings, engine: Engine, clock: FakeClock, day: datetime
+) -> Callable[[str, Order], object]:
+    """One transfer with its success stored with the money, through the service of whichever
+    tree this process imported: this checkout's (both paths), or an earlier revision's, whose
+    success hook completed the idempotency claim in the money's session itself."""
     services = bootstrap(settings, engine, clock)
+    try:
+        from shared.money.idempotency import SuccessRecord
+    except ImportError:  # the revision before the one round trip
+        return _earlier_transfer(services)
     chain = services.require_audit_chain()
     by_path = {
         path: TransferService(
@@ -220,37 +262,38 @@ def _client(
         )
         for path in (BEFORE, AFTER)
     }
-    for path, orders in phases:
-        counts = Counts()
-        remove_network = _network(engine, delay, counts)
-        barrier.wait()  # every client connected and ready: the clock starts
-        while True:
-            with next_order.get_lock():
-                index = next_order.value
-                next_order.value += 1
-            if index >= len(orders):
-                break
-            order = orders[index]
 
-            def stored(receipt: Any, record_id: uuid.UUID = order.record_id) -> SuccessRecord:
-                return SuccessRecord(record_id, 201, f'{{"id":"{receipt.transaction_id}"}}', day)
+    def transfer(path: str, order: Order) -> object:
+        def stored(receipt: Any) -> SuccessRecord:
+            return SuccessRecord(order.record_id, 201, _body(receipt), day)
 
-            try:
-                by_path[path].transfer(
-                    order.user_id,
-                    TransferOrder(
-                        order.account_id, order.payee_tag, AMOUNT, order.authorization_id
-                    ),
-                    on_success=stored,
-                )
-                counts.transfers += 1
-            except DomainError:
-                counts.refused += 1
-        counts.finished_at = time.monotonic()
-        remove_network()
-        results.put((path, counts))
-        barrier.wait()  # the phase is over for everybody
-    engine.dispose()
+        return by_path[path].transfer(order.user_id, _transfer_order(order), on_success=stored)
+
+    return transfer
+
+
+def _earlier_transfer(services: Any) -> Callable[[str, Order], object]:
+    from shared.money.idempotency import IdempotencyClaim
+
+    def transfer(_path: str, order: Order) -> object:
+        claim = IdempotencyClaim(
+            order.record_id, order.user_id, "transfer", order.record_id.hex, "0" * 64
+        )
+
+        def stored(session: Session, receipt: Any) -> None:
+            services.idempotency.complete(session, claim, 201, _body(receipt))
+
+        return services.transfers.transfer(order.user_id, _transfer_order(order), on_success=stored)
+
+    return transfer
+
+
+def _transfer_order(order: Order) -> TransferOrder:
+    return TransferOrder(order.account_id, order.payee_tag, AMOUNT, order.authorization_id)
+
+
+def _body(receipt: Any) -> str:
+    return f'{{"id":"{receipt.transaction_id}"}}'
 
 
 @dataclass(frozen=True)
@@ -258,6 +301,11 @@ class PhaseResult:
     path: str
     rate: float
     counts: Counts
+
+
+def earlier(revision: str) -> str:
+    """The path name of an earlier revision's code, measured beside this checkout's."""
+    return f"main at {revision} (before the work)"
 
 
 def run(
@@ -271,26 +319,31 @@ def run(
     transfers: int,
     delay: float,
     day: datetime,
+    before: tuple[str, Path] | None = None,
 ) -> list[PhaseResult]:
-    """Both paths, alternated twice, `transfers` each time, from `clients` processes."""
-    paths = [BEFORE, AFTER, BEFORE, AFTER]
-    phases = [(path, make_orders(engine, users, transfers, rng, day)) for path in paths]
+    """Both paths, alternated twice, `transfers` each time, from `clients` processes; with
+    `before` (a revision and its worktree), that revision's code too, in each round first, from
+    `clients` processes of its own started on its worktree."""
+    rounds = [BEFORE, AFTER] if before is None else [earlier(before[0]), BEFORE, AFTER]
+    phases = [(path, make_orders(engine, users, transfers, rng, day)) for path in rounds * 2]
     spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(clients + 1)
     next_order = spawn.Value("i", 0)
     results: multiprocessing.Queue[tuple[str, Counts]] = spawn.Queue()
-    processes = [
-        spawn.Process(
-            target=_client,
-            args=(url, environ, day, delay, phases, barrier, next_order, results),
-        )
-        for _ in range(clients)
-    ]
-    for process in processes:
-        process.start()
+    groups: dict[Path | None, list[tuple[str, list[Order]]]] = {
+        None: [p for p in phases if p[0] in (BEFORE, AFTER)]
+    }
+    if before is not None:
+        groups[before[1]] = [p for p in phases if p[0] not in (BEFORE, AFTER)]
+    barriers: dict[Path | None, multiprocessing.synchronize.Barrier] = {}
+    processes: list[Any] = []
+    for tree, group_phases in groups.items():
+        barriers[tree] = spawn.Barrier(clients + 1)
+        args = (url, environ, day, delay, group_phases, barriers[tree], next_order, results)
+        processes += _start_clients(spawn, tree, clients, args)
     out = []
     try:
         for path, _orders in phases:
+            barrier = barriers[None if path in (BEFORE, AFTER) or before is None else before[1]]
             next_order.value = 0
             barrier.wait()
             started = time.monotonic()
@@ -306,6 +359,25 @@ def run(
             if process.is_alive():
                 process.kill()
     return out
+
+
+def _start_clients(spawn: Any, tree: Path | None, clients: int, args: tuple[Any, ...]) -> list[Any]:
+    """`clients` processes running `_client`; on `tree` (an earlier revision's worktree) they
+    import that tree's `shared` and this module, copied into it, since a spawned process
+    imports what the parent's sys.path finds when it starts."""
+    processes = [spawn.Process(target=_client, args=args) for _ in range(clients)]
+    if tree is None:
+        for process in processes:
+            process.start()
+        return processes
+    shutil.copy(Path(__file__), tree / "bench" / Path(__file__).name)
+    sys.path.insert(0, str(tree))
+    try:
+        for process in processes:
+            process.start()
+    finally:
+        sys.path.remove(str(tree))
+    return processes
 
 
 def report(results: list[PhaseResult], *, clients: int, delay: float) -> None:
@@ -327,8 +399,12 @@ def report(results: list[PhaseResult], *, clients: int, delay: float) -> None:
     def mean(path: str, of: Callable[[PhaseResult], float]) -> float:
         return statistics.mean(of(r) for r in results if r.path == path)
 
-    rates = mean(AFTER, lambda r: r.rate) / mean(BEFORE, lambda r: r.rate)
-    caps = mean(BEFORE, lambda r: statistics.median(r.counts.holds)) / mean(
-        AFTER, lambda r: statistics.median(r.counts.holds)
-    )
-    print(f"  ratio after ÷ before: transfers/s {rates:.2f}; tail held (the cap) {caps:.2f}")
+    def held(r: PhaseResult) -> float:
+        return statistics.median(r.counts.holds)
+
+    for baseline in dict.fromkeys(r.path for r in results if r.path != AFTER):
+        rates = mean(AFTER, lambda r: r.rate) / mean(baseline, lambda r: r.rate)
+        caps = mean(baseline, held) / mean(AFTER, held)
+        print(
+            f"  ratio after ÷ {baseline}: transfers/s {rates:.2f}; tail held (the cap) {caps:.2f}"
+        )

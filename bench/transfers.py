@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import os
 import queue
 import random
@@ -35,6 +36,7 @@ from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
 from bench import transfer_network
+from bench.worktree import worktree
 from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.db import migrate
@@ -205,6 +207,11 @@ def main() -> None:
     parser.add_argument("--network-clients", type=int, default=16)
     parser.add_argument("--network-transfers", type=int, default=1500, help="per run")
     parser.add_argument("--delay-ms", type=float, default=1.0, help="per round trip")
+    parser.add_argument(
+        "--before",
+        metavar="REV",
+        help="network: also run REV's code (a git worktree), each round first",
+    )
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--transfers", type=int, default=3000)
     parser.add_argument("--small-history", type=int, default=1000)
@@ -230,17 +237,22 @@ def main() -> None:
         }
         settings = load_settings(environ)
         if "network" in parts:
-            results = transfer_network.run(
-                url,
-                environ,
-                engine,
-                users,
-                rng,
-                clients=args.network_clients,
-                transfers=args.network_transfers,
-                delay=args.delay_ms / 1000,
-                day=DAY,
-            )
+            with contextlib.ExitStack() as cleanup:
+                before = None
+                if args.before:
+                    before = (args.before, cleanup.enter_context(worktree(args.before)))
+                results = transfer_network.run(
+                    url,
+                    environ,
+                    engine,
+                    users,
+                    rng,
+                    clients=args.network_clients,
+                    transfers=args.network_transfers,
+                    delay=args.delay_ms / 1000,
+                    day=DAY,
+                    before=before,
+                )
             transfer_network.report(
                 results, clients=args.network_clients, delay=args.delay_ms / 1000
             )
