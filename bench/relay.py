@@ -154,7 +154,6 @@ def _floor(
         )
 
     sample = message(ids[0])
-    table = SubscriberNotice.__table__
     started = time.perf_counter()
     with engine.connect() as connection:
         for notice_id in ids:
@@ -173,8 +172,8 @@ def _floor(
                 finally:
                     os.close(fd)
             connection.execute(
-                update(table)
-                .where(table.c.Id == notice_id, table.c.DeliveredAt.is_(None))
+                update(SubscriberNotice)
+                .where(SubscriberNotice.Id == notice_id, SubscriberNotice.DeliveredAt.is_(None))
                 .values(DeliveredAt=datetime.now(UTC), DeliveryReceipt=f"pickup:{notice_id}.eml")
             )
             connection.commit()
