@@ -24,15 +24,20 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     caller's own (moving money between one's own accounts is the internal transfer, which the
     limit does not count, D2; an external transfer to oneself would spend the day on nothing) or
     when the payee has no open account to receive it (every account closed)."""
-    if "\x00" in azure_tag:
-        # No stored tag holds a NUL (PostgreSQL text cannot), and PostgreSQL refuses to compare
-        # one: answer as every dialect would, not with the driver's DataError (a 500).
-        raise PayeeNotFound()
+    refuse_an_unstorable_tag(azure_tag)
     # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
     # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
     # One statement answers both questions; they are judged in the rung order below.
     found = session.execute(_payee_by_tag(), {"azure_tag": azure_tag}).first()
     return judge_payee(caller_id, azure_tag, *(found or (None, 0)))
+
+
+def refuse_an_unstorable_tag(azure_tag: str) -> None:
+    """404 PAYEE_NOT_FOUND, before any SQL, for a tag no row can hold: no stored tag holds a NUL
+    (PostgreSQL text cannot), and PostgreSQL refuses to compare one, so answer as every dialect
+    would, not with the driver's DataError (a 500)."""
+    if "\x00" in azure_tag:
+        raise PayeeNotFound()
 
 
 def judge_payee(

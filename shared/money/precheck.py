@@ -27,8 +27,14 @@ from sqlalchemy.orm import Session
 from shared.clock import utc_day
 from shared.db.schema import AspNetUser, AuthorizationStatus, TransferAuthorization
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum
-from shared.money.payees import Payee, judge_payee, payee_columns, payee_match
-from shared.money.refusals import AuthorizationExpired, AuthorizationInvalid, PayeeNotFound
+from shared.money.payees import (
+    Payee,
+    judge_payee,
+    payee_columns,
+    payee_match,
+    refuse_an_unstorable_tag,
+)
+from shared.money.refusals import AuthorizationExpired, AuthorizationInvalid
 
 if TYPE_CHECKING:
     from shared.money.transfers import TransferOrder
@@ -42,10 +48,7 @@ def pre_check(
     now: datetime,
 ) -> Payee:
     """The payee, once the order has passed every rung before the locked transaction."""
-    if "\x00" in order.recipient_azure_tag:
-        # No stored tag holds a NUL (PostgreSQL text cannot), and PostgreSQL refuses to compare
-        # one: answer as every dialect would, not with the driver's DataError (a 500).
-        raise PayeeNotFound()
+    refuse_an_unstorable_tag(order.recipient_azure_tag)
     day_start, day_end = utc_day(now)
     row = session.execute(
         _pre_check_read(),
