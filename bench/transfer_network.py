@@ -324,26 +324,24 @@ def run(
     """Both paths, alternated twice, `transfers` each time, from `clients` processes; with
     `before` (a revision and its worktree), that revision's code too, in each round first, from
     `clients` processes of its own started on its worktree."""
-    rounds = [BEFORE, AFTER] if before is None else [earlier(before[0]), BEFORE, AFTER]
-    phases = [(path, make_orders(engine, users, transfers, rng, day)) for path in rounds * 2]
+    # Each path's tree, in the order a round runs them: None is this checkout.
+    tree_of: dict[str, Path | None] = {} if before is None else {earlier(before[0]): before[1]}
+    tree_of |= {BEFORE: None, AFTER: None}
+    phases = [(path, make_orders(engine, users, transfers, rng, day)) for path in [*tree_of] * 2]
     spawn = multiprocessing.get_context("spawn")
     next_order = spawn.Value("i", 0)
     results: multiprocessing.Queue[tuple[str, Counts]] = spawn.Queue()
-    groups: dict[Path | None, list[tuple[str, list[Order]]]] = {
-        None: [p for p in phases if p[0] in (BEFORE, AFTER)]
-    }
-    if before is not None:
-        groups[before[1]] = [p for p in phases if p[0] not in (BEFORE, AFTER)]
     barriers: dict[Path | None, multiprocessing.synchronize.Barrier] = {}
     processes: list[Any] = []
-    for tree, group_phases in groups.items():
+    for tree in dict.fromkeys(tree_of.values()):
         barriers[tree] = spawn.Barrier(clients + 1)
-        args = (url, environ, day, delay, group_phases, barriers[tree], next_order, results)
+        its_phases = [phase for phase in phases if tree_of[phase[0]] == tree]
+        args = (url, environ, day, delay, its_phases, barriers[tree], next_order, results)
         processes += _start_clients(spawn, tree, clients, args)
     out = []
     try:
         for path, _orders in phases:
-            barrier = barriers[None if path in (BEFORE, AFTER) or before is None else before[1]]
+            barrier = barriers[tree_of[path]]
             next_order.value = 0
             barrier.wait()
             started = time.monotonic()
@@ -366,17 +364,15 @@ def _start_clients(spawn: Any, tree: Path | None, clients: int, args: tuple[Any,
     import that tree's `shared` and this module, copied into it, since a spawned process
     imports what the parent's sys.path finds when it starts."""
     processes = [spawn.Process(target=_client, args=args) for _ in range(clients)]
-    if tree is None:
-        for process in processes:
-            process.start()
-        return processes
-    shutil.copy(Path(__file__), tree / "bench" / Path(__file__).name)
-    sys.path.insert(0, str(tree))
+    if tree is not None:
+        shutil.copy(Path(__file__), tree / "bench" / Path(__file__).name)
+        sys.path.insert(0, str(tree))
     try:
         for process in processes:
             process.start()
     finally:
-        sys.path.remove(str(tree))
+        if tree is not None:
+            sys.path.remove(str(tree))
     return processes
 
 

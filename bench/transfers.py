@@ -237,10 +237,8 @@ def main() -> None:
         }
         settings = load_settings(environ)
         if "network" in parts:
-            with contextlib.ExitStack() as cleanup:
-                before = None
-                if args.before:
-                    before = (args.before, cleanup.enter_context(worktree(args.before)))
+            checkout = worktree(args.before) if args.before else contextlib.nullcontext(None)
+            with checkout as tree:
                 results = transfer_network.run(
                     url,
                     environ,
@@ -251,7 +249,7 @@ def main() -> None:
                     transfers=args.network_transfers,
                     delay=args.delay_ms / 1000,
                     day=DAY,
-                    before=before,
+                    before=None if tree is None else (args.before, tree),
                 )
             transfer_network.report(
                 results, clients=args.network_clients, delay=args.delay_ms / 1000

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Literal
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
@@ -36,11 +36,17 @@ def _unit_of_work(
             # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
             # session's own begin is the one that runs BEGIN IMMEDIATE.
             connection.rollback()
-        session = Session(bind=connection, expire_on_commit=False, autoflush=True)
-        try:
+        with _session_on(connection) as session:
             yield session
-        finally:
-            session.close()  # rolls back whatever was not committed
+
+
+@contextmanager
+def _session_on(connection: Connection) -> Iterator[Session]:
+    session = Session(bind=connection, expire_on_commit=False, autoflush=True)
+    try:
+        yield session
+    finally:
+        session.close()  # rolls back whatever was not committed
 
 
 def writing_unit_of_work(
@@ -72,9 +78,8 @@ def one_read(engine: Engine) -> AbstractContextManager[Session]:
 
 @contextmanager
 def _autocommit_read(engine: Engine) -> Iterator[Session]:
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        session = Session(bind=connection, expire_on_commit=False, autoflush=False)
-        try:
-            yield session
-        finally:
-            session.close()
+    with (
+        engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection,
+        _session_on(connection) as session,
+    ):
+        yield session

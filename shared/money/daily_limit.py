@@ -38,6 +38,11 @@ def daily_outflow_sum() -> ScalarSelect[Decimal]:
     return _daily_outflow().scalar_subquery()
 
 
+def outflow(total: Decimal | None) -> Decimal:
+    """The day's outflow from the sum as read: SUM over no rows is NULL, which is nothing spent."""
+    return Decimal(0) if total is None else Decimal(total)
+
+
 @functools.cache
 def _daily_outflow() -> Select[Decimal]:
     # Built once with named parameters: every transfer reads the sum twice (D4.2, D4.3), and
@@ -78,10 +83,11 @@ class DailyOutflowLimit:
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
         """The external outflow already committed on `instant`'s UTC day."""
         start, end = utc_day(instant)
-        total = session.scalar(
-            _daily_outflow(), {"user_id": user_id, "day_start": start, "day_end": end}
+        return outflow(
+            session.scalar(
+                _daily_outflow(), {"user_id": user_id, "day_start": start, "day_end": end}
+            )
         )
-        return Decimal(0) if total is None else Decimal(total)
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
         """Refuse when used + requested would pass the limit; the bound is inclusive (A2.4)."""

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from shared.clock import utc_day
 from shared.db.schema import AspNetUser, AuthorizationStatus, TransferAuthorization
-from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum, outflow
 from shared.money.payees import (
     Payee,
     judge_payee,
@@ -72,8 +72,7 @@ def pre_check(
         raise AuthorizationInvalid()
     if row.ExpiresAt <= now:
         raise AuthorizationExpired()
-    used = Decimal(0) if row.used is None else Decimal(row.used)
-    limit.judge(user_id, order.amount, used, now)
+    limit.judge(user_id, order.amount, outflow(row.used), now)
     return payee
 
 
@@ -84,20 +83,20 @@ def _pre_check_read() -> Select[str, int, str, uuid.UUID, str, Decimal, str, dat
     a one-row derived table, which both servers and SQLite accept (SQL Server has no FROM-less
     join)."""
     anchor = select(literal(1).label("one")).subquery("anchor")
-    authorization = TransferAuthorization
     payee_user_id, payee_open = payee_columns()
     joined = anchor.outerjoin(AspNetUser, payee_match()).outerjoin(
-        authorization,
-        authorization.Id == bindparam("authorization_id", type_=authorization.Id.type),
+        TransferAuthorization,
+        TransferAuthorization.Id
+        == bindparam("authorization_id", type_=TransferAuthorization.Id.type),
     )
     return select(
         payee_user_id.label("payee_user_id"),
         payee_open.label("payee_open"),
-        authorization.UserId,
-        authorization.AccountId,
-        authorization.RecipientAzureTag,
-        authorization.Amount,
-        authorization.Status,
-        authorization.ExpiresAt,
+        TransferAuthorization.UserId,
+        TransferAuthorization.AccountId,
+        TransferAuthorization.RecipientAzureTag,
+        TransferAuthorization.Amount,
+        TransferAuthorization.Status,
+        TransferAuthorization.ExpiresAt,
         daily_outflow_sum().label("used"),
     ).select_from(joined)

@@ -40,7 +40,8 @@ def _parsed(name: str, value: str) -> BaseHeader:
 # object whose name matches as it is, without parsing it again (email.policy.EmailPolicy.
 # header_store_parse), and a parsed header is immutable, so every message may share it.
 _FROM = _parsed("From", NOTICE_SENDER)
-_AUTO_SUBMITTED = _parsed("Auto-Submitted", "auto-generated")  # RFC 3834: no auto-reply loops
+AUTO_SUBMITTED = "auto-generated"  # RFC 3834: no auto-reply loops
+_AUTO_SUBMITTED = _parsed("Auto-Submitted", AUTO_SUBMITTED)
 _SUBJECT_HEADERS = {kind: _parsed("Subject", subject) for kind, subject in _SUBJECTS.items()}
 
 
@@ -99,7 +100,7 @@ _PLAIN_CONTACT = re.compile(
     rf"[\x20-\x7e]{{0,{_LINE - len('If it was not, contact us at once: ')}}}"
 )
 _PLAIN_TAIL = (
-    "Auto-Submitted: auto-generated\r\n"
+    f"Auto-Submitted: {AUTO_SUBMITTED}\r\n"
     'Content-Type: text/plain; charset="utf-8"\r\n'
     "Content-Transfer-Encoding: 7bit\r\n"
     "MIME-Version: 1.0\r\n"
