@@ -86,16 +86,18 @@ LIMIT="${DailyLimit__Amount:-5000}"
 # A payer and a payee of their own on every run, so the journey's answers hold however often it
 # runs: a PIN changed, a day's limit spent or a key used by an earlier run belongs to other users.
 suffix="$("$PY" -c 'import secrets; print(secrets.token_hex(4))')"
+# A URL-safe token may begin with "-": it travels as --password=VALUE so that argparse never
+# reads it as an option.
 password="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')"
 PAYER_EMAIL="payer-$suffix@azurebank.example"
 PAYEE_TAG="payee-$suffix"
 FIRST_PIN=135790
 NEW_PIN=246802
 log "seeding payer-$suffix (one account holding 1000.00, a PIN) and $PAYEE_TAG (a payee)"
-payer_json="$("$AZUREBANK" users add --email "$PAYER_EMAIL" --password "$password" \
+payer_json="$("$AZUREBANK" users add --email "$PAYER_EMAIL" --password="$password" \
   --azure-tag "payer-$suffix" --balance 1000.00 --accounts 1 | tail -n 1)"
 "$AZUREBANK" users add --email "payee-$suffix@azurebank.example" \
-  --password "$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')" \
+  --password="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')" \
   --azure-tag "$PAYEE_TAG" --balance 0 --accounts 1 >/dev/null
 read -r USER_ID ACCOUNT_ID < <("$PY" -c \
   'import json, sys; u = json.loads(sys.argv[1]); print(u["userId"], u["accountIds"][0])' \
