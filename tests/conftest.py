@@ -239,8 +239,8 @@ def fresh_sqlserver_url() -> Iterator[str]:
     if not SQLSERVER_URL:
         pytest.skip(SQLSERVER_SKIP)
     name = f"azurebank_test_{uuid.uuid4().hex[:12]}"
-    # READ COMMITTED with locks, as DESIGN §3 runs it (never row versions: ADR-0050's lock would
-    # not hold under them); Azure SQL's default is ON.
+    # READ COMMITTED with locks, as docs/database.md runs it (never row versions: ADR-0050's lock
+    # would not hold under them); Azure SQL's default is ON.
     _on_sqlserver_master(
         f"CREATE DATABASE [{name}]; ALTER DATABASE [{name}] SET READ_COMMITTED_SNAPSHOT OFF"
     )

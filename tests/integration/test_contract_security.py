@@ -1,4 +1,4 @@
-"""Contract audit, security (DESIGN §5, HELPERS house rules, ADR-0017): no address, PIN,
+"""Contract audit, security (docs/http.md, ADR-0017): no address, PIN,
 password, token or secret in any log line or error text, even with DEBUG logging and SQLAlchemy's
 own statement logging switched on by an operator; identity only from a verified bearer token."""
 

@@ -11,7 +11,7 @@ from tests.support.checkout import REPO
 
 DOC = REPO / "docs" / "decisions.md"
 
-# A decision (D4.2) or one of a record's probes (A3.4).
+# A decision (as in ADR-0050 D4.2) or one of a record's probes (ADR-0050 A3.4).
 DECISION_ID = r"[DA]\d+(?:\.\d+)?"
 _ADR_HEADING = re.compile(r"^## ADR-(\d{4})$")
 _DECISION_HEADING = re.compile(rf"^### ADR-(\d{{4}}) ({DECISION_ID})$")

@@ -1,5 +1,5 @@
-"""ADR-0050 D5 / DESIGN §3: the application lock's SQL, pinned per dialect by compiling it (no
-server, no pyodbc import). Which driver errors count as its timeout: test_driver_faults.py."""
+"""ADR-0050 D5 / docs/database.md: the application lock's SQL, pinned per dialect by compiling it
+(no server, no pyodbc import). Which driver errors count as its timeout: test_driver_faults.py."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_postgresql_sets_a_transaction_local_lock_timeout_then_takes_an_xact_adv
     None
 ):
     dialect = postgresql.dialect()
-    # FACTS: `SET LOCAL lock_timeout = $1` is a syntax error; set_config(..., true) is local.
+    # `SET LOCAL lock_timeout = $1` is a syntax error; set_config(..., true) is local.
     assert str(postgresql_advisory_lock().compile(dialect=dialect)) == (
         "SELECT pg_advisory_xact_lock("
         "hashtextextended('daily-limit:' || CAST(%(user_id)s AS text), 0)) "

@@ -1,5 +1,5 @@
 """AuditChain.compute_row_hash: an explicit, versioned field list, Id as element three, HMAC-SHA256
-under Audit__ChainKey chaining the previous row's hash (DESIGN §7, ADR-0052 D1, D4)."""
+under Audit__ChainKey chaining the previous row's hash (ADR-0052 D1, D4)."""
 
 from __future__ import annotations
 

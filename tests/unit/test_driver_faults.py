@@ -1,4 +1,4 @@
-"""DESIGN §3: driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
+"""Driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
 ran out (ADR-0050 D5: the 503 LOCK_TIMEOUT, never the 422), a race the server rolled back (the
 money retry's), and a database that cannot be reached; every other error is none of them."""
 

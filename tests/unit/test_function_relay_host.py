@@ -42,7 +42,7 @@ def test_the_announcement_names_the_runner_schedule_lease_batch_and_target(
         f"Notice relay: live as {host.runner}, schedule 30 */5 * * * *, lease 120s, "
         "batch 25, into pickup directory (Notices__PickupDirectory)"
     )
-    # DESIGN §6: function/{host}/{pid}/{8 hex}, the name a reader matches against LeasedBy.
+    # `function/{host}/{pid}/{8 hex}`, the name a reader matches against LeasedBy.
     assert re.fullmatch(r"function/[^/\s]+/\d+/[0-9a-f]{8}", host.runner)
     assert str(tmp_path) not in line  # the target by its key, never its path
 

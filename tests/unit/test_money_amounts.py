@@ -1,4 +1,4 @@
-"""DESIGN §5: money arrives as a JSON number with at most two decimals, above 0 and at most
+"""Money arrives as a JSON number with at most two decimals, above 0 and at most
 100000 (ADR-0046), and is parsed as Decimal from the digits sent — never through a float."""
 
 from __future__ import annotations

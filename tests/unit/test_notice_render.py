@@ -1,4 +1,4 @@
-"""DESIGN §6: a notice is an RFC 5322 message from the standard library; what makes an address
+"""A notice is an RFC 5322 message from the standard library; what makes an address
 usable; the runner's name (ADR-0048 D5)."""
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def test_every_notice_is_the_bytes_the_stock_email_policy_writes(
     occurred_at: datetime,
     now: datetime,
 ) -> None:
-    """DESIGN §6: the message is the standard library's, whichever way the renderer writes it
+    """The message is the standard library's, whichever way the renderer writes it
     (directly for a plain address and contact, through the email package otherwise)."""
     rendered = render_notice(
         notice_id=notice_id,

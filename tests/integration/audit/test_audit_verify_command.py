@@ -1,4 +1,4 @@
-"""`azurebank audit verify` as a real process (DESIGN §8): exit 0 on an intact chain;
+"""`azurebank audit verify` as a real process (docs/cli.md): exit 0 on an intact chain;
 each tamper kind — an edited field, a deleted row, a re-keyed Id (ADR-0052 D4), two rows swapped,
 a wrong key — exits 1 naming the row; a missing or invalid Audit__ChainKey exits 78 naming it."""
 

@@ -120,7 +120,7 @@ CASES = (
     ),
     # ADR-0051 D3: only the Function host asks about the schedule and insists on a database.
     Case("no-database", "Database__Url", ("function",), drop=("Database__Url",)),
-    # DESIGN §4: the hosts that write audit rows (PIN, transfers) refuse to start without the key.
+    # The hosts that write audit rows (PIN, transfers) refuse to start without the key.
     Case("no-audit-chain-key", "Audit__ChainKey", ("function", "serve"), drop=("Audit__ChainKey",)),
     Case(
         "schedule-five-fields",
@@ -270,7 +270,7 @@ def test_d3_each_host_asks_only_about_itself(
 
 
 def _sample_values() -> dict[str, str]:
-    # The sample ships with the app (DESIGN §2): a missing file is a failure, never a skip.
+    # The sample ships with the app: a missing file is a failure, never a skip.
     values: dict[str, str] = json.loads(SAMPLE.read_text(encoding="utf-8"))["Values"]
     return values
 

@@ -1,7 +1,7 @@
-"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (DESIGN §5, §7): each
-success leaves exactly one audit row and one owed notice naming it (ADR-0052 D5);
-a failure injected after the audit row and before the commit leaves nothing; the lockout runs on
-the injected clock; no secret reaches a log record or a body."""
+"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (docs/http.md,
+docs/security.md): each success leaves exactly one audit row and one owed notice naming it (ADR-0052
+D5); a failure injected after the audit row and before the commit leaves nothing; the lockout runs
+on the injected clock; no secret reaches a log record or a body."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def test_a_failure_after_the_audit_row_leaves_no_change_no_audit_row_and_no_noti
     assert after["tail"] == before["tail"] and after["chain_intact"]
 
 
-# --- the enrolment's rungs (DESIGN §5: 401 · 409 · 400) ---------------------------------------
+# --- the enrolment's rungs (docs/http.md: 401 · 409 · 400) ---------------------------------------
 
 
 def test_a_wrong_password_is_401_invalid_password_and_writes_nothing(caller: Caller) -> None:
@@ -263,7 +263,7 @@ def test_a_body_that_is_not_json_is_400(caller: Caller) -> None:
     _problem(response, 400, "VALIDATION_FAILED")
 
 
-# --- the change's rungs (DESIGN §5: 422 · 429 · 401) ------------------------------------------
+# --- the change's rungs (docs/http.md: 422 · 429 · 401) ------------------------------------------
 
 
 @pytest.mark.parametrize("current", [None, "", "   "])
@@ -292,7 +292,7 @@ def test_a_malformed_new_pin_is_400_and_spends_no_attempt(caller: Caller) -> Non
     assert caller.state()["count"] == 0
 
 
-# --- the lockout, on the injected clock (DESIGN §7) -------------------------------------------
+# --- the lockout, on the injected clock (docs/security.md) ----------------------------------------
 
 
 def test_five_wrong_pins_lock_the_sixth_right_pin_is_429_and_after_pin_lockout_end_it_works(

@@ -1,6 +1,6 @@
 """DailyOutflowLimit (ADR-0050 D1–D3) against real rows: what counts, over which accounts, in
-which window; and (DESIGN §7, beyond the ADR) that PostgreSQL answers the sum with a seek on the
-user's day, not a scan of the ledger."""
+which window; and (beyond the ADR: docs/decisions.md#beyond-the-decisions) that PostgreSQL answers
+the sum with a seek on the user's day, not a scan of the ledger."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def test_d7_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str
 def test_the_daily_sum_is_an_index_seek_on_the_users_day_on_postgresql(
     fresh_postgres_url: str,
 ) -> None:
-    """DESIGN §7: with a ledger of other customers' history, the plan reaches Transactions
+    """With a ledger of other customers' history, the plan reaches Transactions
     through IX_Transactions_AccountId_Type_CreatedAt, never a sequential scan."""
     url = fresh_postgres_url
     user = make_user(url, accounts=2)

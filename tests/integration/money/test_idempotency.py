@@ -1,4 +1,4 @@
-"""Idempotency keys on every money operation (ADR-0009, DESIGN §5): a success stored with the
+"""Idempotency keys on every money operation (ADR-0009, docs/http.md): a success stored with the
 money and replayed byte-for-byte; a refusal never stored, never replayed; a key reused with another
 body refused; a duplicate in flight answered 409."""
 

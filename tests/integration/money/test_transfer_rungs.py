@@ -189,7 +189,7 @@ def test_an_expired_authorization_is_401_expired_but_someone_elses_is_only_inval
 def test_a_transfer_writes_both_ledger_rows_moves_both_balances_spends_and_audits(
     db_url: str,
 ) -> None:
-    """DESIGN §7: debit, credit to the payee's primary (oldest open) account, TransferOut with
+    """Debit, credit to the payee's primary (oldest open) account, TransferOut with
     the tag, TransferIn, the authorization spent, one chained audit row."""
     with open_bank(db_url) as bank:
         alice, bob = bank.customer(balance=1000), bank.customer(balance=5, accounts=2)

@@ -1,6 +1,6 @@
-"""The Azurite ring the test command starts (FACTS): the blob endpoint answers the SDK this
+"""The Azurite ring the test command starts: the blob endpoint answers the SDK this
 project pins, and `overwrite=False` refuses an existing name without touching it — the
-behaviour the blob pickup's exclusive create stands on (DESIGN §6)."""
+behaviour the blob pickup's exclusive create stands on (docs/operations.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The blob container as the pickup (DESIGN §4, §6), against Azurite: delivered once, a second
-attempt refused (`BlobAlreadyExists`, the same refusal as an existing file), nothing overwritten."""
+"""The blob container as the pickup (docs/settings.md, docs/operations.md), against Azurite:
+delivered once, a second attempt refused (`BlobAlreadyExists`, the same refusal as an existing
+file), nothing overwritten."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`azurebank notify` (ADR-0048 D3, D5; DESIGN §8) and `azurebank notices status`, run through the
+"""`azurebank notify` (ADR-0048 D3, D5; docs/cli.md) and `azurebank notices status`, run through the
 command line's own `main` on SQLite and PostgreSQL, and once more as real processes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The pickup directory (ADR-0045 D4, ADR-0048 D3, DESIGN §6) on a real file system, and the
-transport `Notices` names."""
+"""The pickup directory (ADR-0045 D4, ADR-0048 D3, docs/operations.md) on a real file system, and
+the transport `Notices` names."""
 
 from __future__ import annotations
 
