@@ -40,6 +40,8 @@ from tests.support.leak_watch import (
 from tests.support.services import SQLSERVER_SKIP, SQLSERVER_URL, service_missing, sqlserver_param
 
 __all__ = ["leak_watch"]
+# `adr("0050", "D5")` markers, selectable as `-m adr_0050_d5` (tests/support/adr_marker.py).
+pytest_plugins = ["tests.support.adr_marker"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

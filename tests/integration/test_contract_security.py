@@ -50,6 +50,7 @@ def test_sqlalchemys_statement_log_never_shows_bound_parameters(
     assert SECRET_PARAMETER not in caplog.text
 
 
+@pytest.mark.adr("0017")
 def test_a_journey_logs_no_address_pin_password_token_or_key_at_debug(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -126,6 +126,7 @@ def test_every_money_operation_declares_each_status_and_error_code_it_can_answer
             assert enum == set(declared["x-error-codes"]), (name, status)
 
 
+@pytest.mark.adr("0050", "D7")
 def test_daily_limit_exceeded_is_declared_on_mint_and_transfer_with_its_d7_members() -> None:
     """ADR-0050 D7: limit, used, requested (numbers) and resetsAt, on the two operations."""
     operations = _operations(_document())
@@ -157,6 +158,7 @@ def test_money_operations_require_the_idempotency_key_header_in_the_document() -
         assert "Idempotency-Replayed" in operations[name]["responses"]["201"]["headers"]
 
 
+@pytest.mark.adr("0046")
 def test_the_money_schema_publishes_the_maximum_100000_and_two_decimals() -> None:
     """ADR-0046: MONEY_MAX is the one published maximum (the daily limit has no schema slot)."""
     doc = _document()

@@ -3,6 +3,7 @@ modules that implement it and the tests it lists."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,11 +75,99 @@ def read(text: str | None = None) -> dict[tuple[str, str | None], Decision]:
 
 def test_functions(path: Path) -> set[str]:
     """The names of the test functions a module defines."""
-    import ast
-
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return {
         node.name
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
     }
+
+
+def _mark_args(node: ast.expr) -> list[tuple[str, str | None]]:
+    """The (ADR, decision) pairs of one `pytest.mark.adr("0050", "D5", ...)` expression."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "adr"
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+        and node.args
+    ):
+        return []
+    adr, *ids = (a.value for a in node.args)  # type: ignore[attr-defined]
+    return [(adr, None)] if not ids else [(adr, d) for d in ids]
+
+
+def _module_marks(tree: ast.Module) -> list[tuple[str, str | None]]:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            values = (
+                node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+            )
+            return [pair for value in values for pair in _mark_args(value)]
+    return []
+
+
+def marked_tests(root: Path = REPO / "tests") -> dict[tuple[str, str | None], set[str]]:
+    """Every test marked `adr(...)`, by the (ADR, decision) it names, as `path::name`."""
+    marked: dict[tuple[str, str | None], set[str]] = {}
+    for path in sorted(root.rglob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module = _module_marks(tree)
+        where = str(path.relative_to(REPO))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                pairs = module + [p for d in node.decorator_list for p in _mark_args(d)]
+                for pair in pairs:
+                    marked.setdefault(pair, set()).add(f"{where}::{node.name}")
+    return marked
+
+
+def marker_name(adr: str, decision: str | None = None) -> str:
+    """The marker `pytest -m` selects by: adr_0050, adr_0050_d5, adr_0050_d4_2."""
+    if decision is None:
+        return f"adr_{adr}"
+    return f"adr_{adr}_{decision.lower().replace('.', '_')}"
+
+
+def rewritten(text: str, marked: dict[tuple[str, str | None], set[str]]) -> str:
+    """The page with each section's test list replaced by the tests marked with it."""
+    out: list[str] = []
+    adr: str | None = None
+    key: tuple[str, str | None] | None = None
+    skipping = False
+    for line in text.splitlines():
+        if skipping and line.startswith("  - "):
+            continue
+        skipping = False
+        if heading := _ADR_HEADING.match(line):
+            adr = heading.group(1)
+            key = (adr, None)
+        elif heading := _DECISION_HEADING.match(line):
+            key = (heading.group(1), heading.group(2))
+        elif line.startswith("#"):
+            key = None
+        if key is not None and line.startswith("- Tests:"):
+            tests = sorted(marked.get(key, set()))
+            if tests:
+                out.append("- Tests:")
+                out += [f"  - `{t}`" for t in tests]
+            else:
+                out.append(line if line.startswith("- Tests: none") else "- Tests: none marked")
+            skipping = True
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    page = rewritten(DOC.read_text(encoding="utf-8"), marked_tests())
+    if sys.argv[1:] == ["--write"]:
+        DOC.write_text(page, encoding="utf-8")
+    else:
+        sys.stdout.write(page)

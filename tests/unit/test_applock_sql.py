@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from sqlalchemy.dialects import mssql, postgresql
 
 from shared.money.applock_sql import (
@@ -12,6 +13,8 @@ from shared.money.applock_sql import (
     mssql_applock_batch,
     postgresql_advisory_lock,
 )
+
+pytestmark = pytest.mark.adr("0050", "D5")
 
 
 def test_sql_server_takes_sp_getapplock_for_the_transaction_and_throws_when_refused() -> None:

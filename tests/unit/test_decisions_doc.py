@@ -1,6 +1,6 @@
 """docs/decisions.md: every decision of the three ADRs this project implements in full (ADR-0048
-D1–D7, ADR-0050 D1–D8, ADR-0052 D1–D6) has its section, and every module and test the page names
-exists."""
+D1–D7, ADR-0050 D1–D8, ADR-0052 D1–D6) has its section, every module the page names exists, and
+each section's test list is exactly the tests marked `@pytest.mark.adr` with that decision."""
 
 from __future__ import annotations
 
@@ -37,3 +37,24 @@ def test_each_decision_section_names_its_module_and_says_which_tests_pin_it() ->
         if d.decision and d.decision.startswith("D") and not (d.modules and d.lists_tests)
     ]
     assert bare == []
+
+
+def test_each_sections_tests_are_exactly_the_tests_marked_with_its_decision() -> None:
+    defined = decisions.read()
+    marked = decisions.marked_tests()
+    disagreeing = {
+        f"ADR-{d.adr} {d.decision or ''}".strip(): {
+            "listed, not marked": sorted(set(d.tests) - marked.get(d.key, set())),
+            "marked, not listed": sorted(marked.get(d.key, set()) - set(d.tests)),
+        }
+        for d in defined.values()
+        if d.lists_tests and set(d.tests) != marked.get(d.key, set())
+    }
+    # A mark on a probe (ADR-0050 A3) needs only the probe's row; any other needs a listing section.
+    unlisted = [
+        f"adr({adr!r}, {decision!r})"
+        for adr, decision in marked
+        if not (decision or "").startswith("A")
+        and not defined.get((adr, decision), decisions.Decision(adr, decision)).lists_tests
+    ]
+    assert (disagreeing, unlisted) == ({}, []), "python -m tests.support.decisions --write"

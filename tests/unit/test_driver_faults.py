@@ -23,7 +23,8 @@ MSSQL_APPLOCK_REFUSED = Exception(
 )
 
 
-def test_d5_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
+@pytest.mark.adr("0050", "D5")
+def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
     lock = DriverFault.LOCK_TIMEOUT
     assert driver_fault(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql") is lock
     assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is not lock

@@ -38,6 +38,7 @@ def test_a_third_decimal_digit_is_refused(amount: Decimal) -> None:
         _parse(str(amount))
 
 
+@pytest.mark.adr("0046")
 @given(st.decimals(min_value=Decimal("100000.01"), max_value=Decimal(10) ** 20, places=2))
 def test_above_the_published_maximum_is_refused(amount: Decimal) -> None:
     with pytest.raises(ValidationError):

@@ -34,6 +34,7 @@ class ChainWithoutTheTailLock(AuditChain):
         return ChainTail(int(row[0]), bytes(row[1]))
 
 
+@pytest.mark.adr("0052", "D5")
 def test_append_returns_the_id_it_minted_and_chains_onto_the_tail(engine: Engine) -> None:
     chain, clock = AuditChain(KEY), FakeClock()
     with unit_of_work(engine) as session:

@@ -200,8 +200,9 @@ def _refusal_message(
     return err
 
 
+@pytest.mark.adr("0048", "D6")
 @pytest.mark.parametrize(("case", "host"), PARAMS)
-def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_fix(
+def test_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_fix(
     case: Case,
     host: str,
     tmp_path: Path,
@@ -252,9 +253,8 @@ def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_
         ),
     ],
 )
-def test_d3_each_host_asks_only_about_itself(
-    host: str, env: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.adr("0051", "D3")
+def test_each_host_asks_only_about_itself(host: str, env: dict[str, str], tmp_path: Path) -> None:
     """ADR-0051 D3: a host asks the relay's settings only about itself."""
     settings_env = {
         "Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}",

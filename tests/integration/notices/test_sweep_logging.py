@@ -36,7 +36,9 @@ class ScriptedTransport:
         return self.inner.deliver(notice_id, message)
 
 
-def test_d7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_every_failure(
+@pytest.mark.adr("0048", "D4", "D7")
+@pytest.mark.adr("0017")
+def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_every_failure(
     engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     addresses: list[str] = []
