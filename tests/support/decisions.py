@@ -44,33 +44,40 @@ def read(text: str | None = None) -> dict[tuple[str, str | None], Decision]:
     in_tests = False
     for line in text.splitlines():
         if line.startswith("#"):
+            adr, current = _heading(line, adr, defined)
             in_tests = False
-            if heading := _ADR_HEADING.match(line):
-                adr = heading.group(1)
-                current = defined.setdefault((adr, None), Decision(adr, None))
-            elif heading := _DECISION_HEADING.match(line):
-                adr = heading.group(1)
-                current = Decision(adr, heading.group(2))
-                defined[current.key] = current
-            elif line.startswith("## "):
-                adr, current = None, None
-            else:
-                current = None  # a section of the ADR that is not one decision (probes, rejected)
-            continue
-        if adr is not None and (row := _PROBE_ROW.match(line)):
+        elif adr is not None and (row := _PROBE_ROW.match(line)):
             defined.setdefault((adr, row.group(1)), Decision(adr, row.group(1)))
-            continue
-        if current is None:
-            continue
-        if line.startswith("- Module:"):
-            current.modules = [c for c in _CODE.findall(line) if "/" in c]
-        elif line.startswith("- Tests:"):
-            current.lists_tests, in_tests = True, True
-        elif in_tests and line.startswith("  - "):
-            current.tests.extend(_CODE.findall(line))
-        else:
-            in_tests = False
+        elif current is not None:
+            in_tests = _section_line(line, current, in_tests)
     return defined
+
+
+def _heading(
+    line: str, adr: str | None, defined: dict[tuple[str, str | None], Decision]
+) -> tuple[str | None, Decision | None]:
+    """The ADR and the decision a heading opens (a section that is no decision opens none)."""
+    if heading := _ADR_HEADING.match(line):
+        adr = heading.group(1)
+        return adr, defined.setdefault((adr, None), Decision(adr, None))
+    if heading := _DECISION_HEADING.match(line):
+        decision = Decision(heading.group(1), heading.group(2))
+        defined[decision.key] = decision
+        return decision.adr, decision
+    return (None if line.startswith("## ") else adr), None
+
+
+def _section_line(line: str, current: Decision, in_tests: bool) -> bool:
+    """Read one line of a decision's section into it; whether its test list goes on."""
+    if line.startswith("- Module:"):
+        current.modules = [c for c in _CODE.findall(line) if "/" in c]
+    elif line.startswith("- Tests:"):
+        current.lists_tests = True
+        return True
+    elif in_tests and line.startswith("  - "):
+        current.tests.extend(_CODE.findall(line))
+        return True
+    return False
 
 
 def test_functions(path: Path) -> set[str]:
