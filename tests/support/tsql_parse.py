@@ -17,7 +17,7 @@ What is checked, and what is not, by design:
   what SQL Server runs, so recompiling them proves nothing; `PER_DIALECT_SQL` names each module's
   SQL Server twin, which `tests/unit/test_tsql_parse.py` builds and parses.
 - Listed as unparsable, in `UNPARSABLE_BATCHES` only: procedural batches sqlglot has no grammar
-  for (T-SQL's `THROW`); their exact text is pinned by compile tests.
+  for (T-SQL's `THROW`); what each does is pinned by the test its `pinned_by` names.
 - Not seen: statements of other processes (the e2e ring's `azurebank` processes); the same code
   paths run in-process in the integration ring.
 - Not checked: a test's own SQL (its instruments: `pg_terminate_backend`, `EXPLAIN`, fault
