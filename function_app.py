@@ -1,4 +1,4 @@
-"""The Azure Functions entry point: composition only (DESIGN §2). Importing this opens nothing."""
+"""The Azure Functions entry point: composition only. Importing this opens nothing."""
 
 import azure.functions as func
 

@@ -54,7 +54,7 @@ def create_app(context: AppContext) -> FastAPI:
 def _declare_only_real_refusals(app: FastAPI) -> None:
     """FastAPI declares a 422 `HTTPValidationError` on every operation with a body; this app
     answers body errors with 400 VALIDATION_FAILED (problems.py), so that 422 is dropped and
-    each operation declares only what it can answer (DESIGN §5)."""
+    each operation declares only what it can answer (docs/http.md)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:

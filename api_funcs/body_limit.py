@@ -1,4 +1,4 @@
-"""A bound on request bodies (DESIGN §5: no input produces a 500, and a malformed body is 400
+"""A bound on request bodies (docs/http.md: no input produces a 500, and a malformed body is 400
 VALIDATION_FAILED naming it). Every operation of this API takes a few hundred bytes; without a
 bound a caller could make the host read, decode and validate megabytes per request."""
 

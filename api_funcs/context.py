@@ -20,7 +20,7 @@ class AppContext:
     settings: Settings
     clock: Clock = field(default_factory=SystemClock)
     # A test's database; otherwise Database__Url. The Functions host has no local default and
-    # never falls back to a file (DESIGN §4); `serve` hands its services in (`of`).
+    # never falls back to a file (docs/settings.md); `serve` hands its services in (`of`).
     database_url: str | None = None
     # The host's own composition, called on the first request that reads a service: the
     # Functions host composes lazily (shared.bootstrap.LazyServices), so a request that reads

@@ -1,8 +1,8 @@
-"""Request bodies parsed with every JSON fraction as a `Decimal`, never a float (DESIGN §3, §5):
-`0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two decimals" is a
-question about the digits sent, not about a binary approximation of them. Every router with a
-request body uses it, so anything that is not JSON reaches the caller as 400 VALIDATION_FAILED
-naming the body (DESIGN §5), whatever made it unreadable.
+"""Request bodies parsed with every JSON fraction as a `Decimal`, never a float (docs/database.md,
+docs/http.md): `0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two
+decimals" is a question about the digits sent, not about a binary approximation of them. Every
+router with a request body uses it, so anything that is not JSON reaches the caller as 400
+VALIDATION_FAILED naming the body (docs/http.md), whatever made it unreadable.
 
 A number that is JSON but that no Decimal or int can hold (an exponent past the decimal module's
 limit, `1e1000000000000000000`: decimal.InvalidOperation, an ArithmeticError; an integer past

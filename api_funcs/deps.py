@@ -59,7 +59,7 @@ def get_session(services: HostServices) -> Iterator[Session]:
         yield session
 
 
-# DESIGN §5: every /api operation but health needs `Authorization: Bearer <JWT>`. Declared as a
+# Every /api operation but health needs `Authorization: Bearer <JWT>`. Declared as a
 # security scheme so the OpenAPI document says so on each operation that depends on the caller.
 # auto_error=False: the refusal stays ours (401 UNAUTHENTICATED problem+json, WWW-Authenticate),
 # not FastAPI's. It reads the header as we did: scheme case-insensitive, the token stripped.

@@ -1,5 +1,5 @@
 """`GET /api/docs`: the API page, Swagger UI over `/api/openapi.json`, every asset served by the
-app itself from the `swagger-ui-bundle-v2` package (DESIGN §5): no CDN, because the machines that
+app itself from the `swagger-ui-bundle-v2` package (docs/http.md): no CDN, because the machines that
 read it may be offline. On under `azurebank serve`; off under the Functions host unless
 `ApiDocs__Enabled` turns it on (docs/settings.md)."""
 

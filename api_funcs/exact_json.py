@@ -1,4 +1,4 @@
-"""Response JSON whose numbers are exactly the Decimals the server holds (DESIGN §5: money
+"""Response JSON whose numbers are exactly the Decimals the server holds (docs/http.md: money
 travels as a JSON number; the server holds it as `Decimal`).
 
 The standard encoder writes a number only from an int or a float, and a float keeps about 15

@@ -1,4 +1,4 @@
-"""One named HTTP-triggered Function per operation (DESIGN §2), each handing its request to the
+"""One named HTTP-triggered Function per operation, each handing its request to the
 one FastAPI app, so an operator can disable or watch one (`AzureWebJobs.transfer.Disabled`)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Operation:
     auth_level: func.AuthLevel = func.AuthLevel.FUNCTION
 
 
-# DESIGN §5. A test pins that these and the FastAPI routes are the same set.
+# docs/http.md lists them. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
     Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
     # The platform's health check calls it with no key (docs/operations.md).

@@ -1,4 +1,4 @@
-"""The money path's request and response bodies (DESIGN §5): camelCase JSON, money as a JSON
+"""The money path's request and response bodies (docs/http.md): camelCase JSON, money as a JSON
 number with at most two decimals, above 0 and at most MONEY_MAX (ADR-0046, the one published
 maximum), parsed as Decimal."""
 
@@ -33,7 +33,7 @@ CENT = Decimal("0.01")
 
 
 def _a_json_number(value: Any) -> Any:
-    # DESIGN §5: money travels as JSON numbers, not strings; a float never reaches here (bodies
+    # Money travels as JSON numbers, not strings; a float never reaches here (bodies
     # are parsed with parse_float=Decimal) and a bool is not a number.
     if isinstance(value, UnholdableNumber):
         # 1e1000000000000000000 is JSON, and far outside what an amount may be.

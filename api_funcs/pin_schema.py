@@ -1,6 +1,6 @@
-"""A PIN as the document declares it (DESIGN §7: 4 to 6 ASCII digits).
+"""A PIN as the document declares it (4 to 6 ASCII digits, docs/security.md#pins-and-passwords).
 
-The pattern is documentation, not a body rule: DESIGN §5 puts a malformed PIN on the service's
+The pattern is documentation, not a body rule: docs/http.md puts a malformed PIN on the service's
 own rung (pin_enrol: after INVALID_PASSWORD and PIN_ALREADY_ENROLLED; pin_change: after
 PIN_REQUIRED; the mint: a PIN that does not verify is INVALID_PIN), so a pydantic `pattern`,
 which refuses before the handler runs, would answer 400 on the wrong rung. The only body rule is

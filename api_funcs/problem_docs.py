@@ -1,9 +1,10 @@
-"""What each operation declares in the OpenAPI document (DESIGN §5; ADR-0050 Consequences): per
-status, a problem+json schema whose `errorCode` is one of the codes that status can carry, the
-same list as `x-error-codes`, per code the extension members it always sends, and the headers
-those codes send. All of it is derived from the refusal classes an operation can raise
-(polar's endpoints take their error classes' schemas): a route lists them, in rung order, to
-`error_code_responses`, and a renamed code or a new member reaches the document by itself."""
+"""What each operation declares in the OpenAPI document (docs/http.md;
+docs/decisions.md#adr-0050-consequences): per status, a problem+json schema whose `errorCode` is one
+of the codes that status can carry, the same list as `x-error-codes`, per code the extension members
+it always sends, and the headers those codes send. All of it is derived from the refusal classes an
+operation can raise (polar's endpoints take their error classes' schemas): a route lists them, in
+rung order, to `error_code_responses`, and a renamed code or a new member reaches the document by
+itself."""
 
 from __future__ import annotations
 

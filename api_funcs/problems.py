@@ -70,7 +70,7 @@ def _importable(filename: str) -> str:
 
 
 def problem_type(error_code: str) -> str:
-    """The distinct `type` URI of an errorCode (DESIGN §5)."""
+    """The distinct `type` URI of an errorCode (docs/http.md)."""
     return TYPE_BASE + error_code.lower().replace("_", "-")
 
 
@@ -90,7 +90,7 @@ def problem_response(
         "errorCode": error_code,
         "traceId": trace_id or uuid.uuid4().hex,
     }
-    # DESIGN §5: figures (a Decimal member) travel as JSON numbers, written exactly.
+    # Figures (a Decimal member) travel as JSON numbers, written exactly.
     body.update(members)
     return ExactJSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 

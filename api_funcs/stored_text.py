@@ -4,7 +4,8 @@ before anything reads the database, so a value no database can hold is 400 VALID
 naming its field on every dialect, never a driver's error.
 
 PINs and passwords never reach SQL (they are hashed); what cannot be the secret is answered as a
-wrong secret by shared.identity (DESIGN §7), and their lengths are body rules (pin_schema)."""
+wrong secret by shared.identity (docs/security.md#pins-and-passwords), and their lengths are body
+rules (pin_schema)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ what the edge hands to shared.bootstrap.
 
 With APPLICATIONINSIGHTS_CONNECTION_STRING set, the Azure Monitor OpenTelemetry distro exports
 traces and metrics through api_funcs.telemetry_recorder; without it the host gets NO_TELEMETRY
-and neither the SDK, the distro nor the recorder is imported: a cold start pays nothing for it
-(DESIGN §2), so this module imports nothing but the port.
+and neither the SDK, the distro nor the recorder is imported: a cold start pays nothing for it,
+so this module imports nothing but the port.
 
 What is exported, and nothing more (docs/operations.md, "Alerting"):
   traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep

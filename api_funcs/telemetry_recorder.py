@@ -1,7 +1,7 @@
 """shared's `Telemetry` port implemented on the OpenTelemetry API: the recorder a host gets from
 api_funcs.telemetry.host_telemetry when APPLICATIONINSIGHTS_CONNECTION_STRING is set, the
 request spans, and the refusal counts. Imported with the first request or the configured
-recorder, never at a cold start (DESIGN §2). Only the OpenTelemetry API is imported here.
+recorder, never at a cold start. Only the OpenTelemetry API is imported here.
 
 What is exported, and nothing more (docs/operations.md, "Alerting"):
   traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
@@ -33,7 +33,7 @@ from shared.telemetry import Telemetry
 
 if TYPE_CHECKING:
     # Types only: the first request imports this module, and the sweep (with the renderer
-    # under it) only where a host delivers (DESIGN §2).
+    # under it) only where a host delivers.
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweepSummary
 

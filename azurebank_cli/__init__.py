@@ -1,1 +1,1 @@
-"""The operator's command line, `azurebank` (DESIGN §8)."""
+"""The operator's command line, `azurebank` (docs/cli.md)."""

@@ -1,5 +1,5 @@
 """`azurebank audit verify`: walk the audit chain in Sequence order and name each broken row
-(DESIGN §8). Exit 0 intact, 1 broken, 78 when Audit__ChainKey is missing or invalid."""
+(docs/cli.md). Exit 0 intact, 1 broken, 78 when Audit__ChainKey is missing or invalid."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exit codes of `azurebank` (DESIGN §8; docs/cli.md lists them). argparse's own usage error (2)
+"""Exit codes of `azurebank` (docs/cli.md lists them). argparse's own usage error (2)
 is moved to 64 so that 2 keeps its one meaning: nothing to do."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When a command may show progress (DESIGN §8: long work shows progress on a terminal, not when
+"""When a command may show progress (docs/cli.md: long work shows progress on a terminal, not when
 output is piped)."""
 
 from __future__ import annotations

@@ -22,5 +22,5 @@ bp = func.Blueprint()
 @bp.function_name("notice_relay")
 @bp.timer_trigger(arg_name="timer", schedule="%Notices__Schedule%", use_monitor=True)
 def notice_relay(timer: func.TimerRequest) -> None:
-    # The trigger only translates: the host decides (DESIGN §2).
+    # The trigger only translates: the host decides.
     host.tick(past_due=timer.past_due)

@@ -148,7 +148,7 @@ for _ in $(seq 1 300); do
 done
 
 # The PIN through the API's own enrolment (POST /api/pin, behind the password): it writes the
-# audit row and the owed PinEnrolled notice as any customer's enrolment does (DESIGN §7).
+# audit row and the owed PinEnrolled notice as any customer's enrolment does (docs/quickstart.md).
 enrolled="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BASE/pin" \
   -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
   -d "{\"password\":\"$password\",\"pin\":\"$FIRST_PIN\"}" || true)"

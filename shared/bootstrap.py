@@ -1,5 +1,5 @@
-"""The composition root (DESIGN §2): one function builds every service of a host, once, from
-checked settings, an engine and a clock.
+"""The composition root (docs/architecture.md#the-composition-root): one function builds every
+service of a host, once, from checked settings, an engine and a clock.
 
 The FastAPI context, the Functions host, `serve`, every command of the command line, the benches
 and the test fixtures take their services from here; a route handler only reads them, so nothing
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     # The services' modules (and SQLAlchemy, the ORM schema, PyJWT under them) are imported
     # where a host is composed, not here: the Functions host imports this module at its start
     # (function_app.py) and composes on its first request or tick, so a cold instance indexes
-    # its Functions without them (DESIGN §2; bench/cold_start.py).
+    # its Functions without them (bench/cold_start.py).
     from sqlalchemy import Engine
 
     from shared.audit.chain import AuditChain
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("azurebank.bootstrap")
 
-# DESIGN §4: the command line and `serve` only; the Functions host refuses to start without one.
+# The command line and `serve` only; the Functions host refuses to start without one.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
@@ -317,7 +317,7 @@ def open_services(
 
 class LazyServices:
     """A host's services, composed on their first use (a request or a tick), not at the host's
-    start: importing function_app.py builds no engine (DESIGN §2). Thread-safe; built once."""
+    start: importing function_app.py builds no engine. Thread-safe; built once."""
 
     def __init__(
         self,
@@ -377,7 +377,7 @@ def hosted_relay(
     services = LazyServices(
         settings,
         clock=clock or SystemClock(),
-        # DESIGN §4: `serve` falls back to the local file; the Functions host never does.
+        # `serve` falls back to the local file; the Functions host never does.
         database_url=database_url_override or database_url(settings, local_default=kind == "api"),
         runner=make_runner_name(kind) if named else None,
         transport=transport,
@@ -417,7 +417,8 @@ def start_api_host(
 def start_function_host(
     settings: Settings, *, clock: Clock | None = None, telemetry: Telemetry = NO_TELEMETRY
 ) -> FunctionHost:
-    """Compose the Functions host and announce its relay (DESIGN §6), or its stepping aside."""
+    """Compose the Functions host and announce its relay (docs/operations.md), or its stepping
+    aside."""
     services, relay = hosted_relay("function", settings, clock=clock, telemetry=telemetry)
     relay.announce(f"schedule {settings.Notices.Schedule}")
     return FunctionHost(services, relay)

@@ -1,4 +1,4 @@
-"""Domain errors, typed here and mapped to HTTP only in `api_funcs` (DESIGN §2).
+"""Domain errors, typed here and mapped to HTTP only in `api_funcs`.
 
     DomainError                       every refusal the domain can answer
     ├── BadRequest (400)              the request itself is malformed
@@ -17,7 +17,7 @@ members are keyword arguments (a refusal that always carries some names them in 
 and declares their JSON types in `member_types`). The OpenAPI document is derived from these classes
 (api_funcs/problem_docs.py): an operation lists the refusal classes it can raise, and each status,
 errorCode, member and header it declares comes from them, so nothing is written twice.
-Each carries a stable `error_code` (DESIGN §5) and a `title` that is safe to show anyone: no
+Each carries a stable `error_code` (docs/http.md) and a `title` that is safe to show anyone: no
 address, PIN, password, token or secret ever goes into one.
 """
 
@@ -82,7 +82,7 @@ class BadRequest(DomainError):
 
 
 class ValidationFailed(BadRequest):
-    """The same shape as any other body validation failure (DESIGN §5): the field is named,
+    """The same shape as any other body validation failure (docs/http.md): the field is named,
     its value never echoed."""
 
     error_code = "VALIDATION_FAILED"

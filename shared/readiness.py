@@ -1,10 +1,10 @@
 """Readiness (`GET /api/health/ready`): can this host do its job now? Each named check answers
 `ok` or `failing` and nothing more: no message, no path, no exception text, no setting's value,
-because the answer is anonymous (DESIGN §5). The reason goes to the log, by exception type only.
+because the answer is anonymous (docs/http.md). The reason goes to the log, by exception type only.
 
     database   a connection opens and answers a trivial query
     schema     the database is at the migrations' head (`azurebank db upgrade` was run)
-    auditChain the chain's tail row is there (every audited write locks it, DESIGN §7)
+    auditChain the chain's tail row is there (every audited write locks it, ADR-0044)
     pickup     only on a host that delivers notices: the pickup target takes a write
 
 Liveness (`GET /api/health`) stays separate and touches nothing.

@@ -1,7 +1,7 @@
 """App settings: one pydantic-settings model read from `Section__Key` (or `Section:Key`) variables.
 
 Every error names the key as an operator spells it (`Notices__BatchSize`) and says the fix
-(DESIGN §4). Range and enum rules live on the model; the rules that depend on which host is
+(docs/settings.md). Range and enum rules live on the model; the rules that depend on which host is
 asking (ADR-0048 D6, ADR-0051 D3) live in `check_host`, so each host asks only about itself.
 """
 
@@ -223,7 +223,7 @@ def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 
 class Settings(BaseSettings):
-    """Every app setting of DESIGN §4, grouped by section as the .NET API groups them."""
+    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them."""
 
     model_config = SettingsConfigDict(extra="ignore", frozen=True)
 
@@ -326,7 +326,7 @@ def check_host(settings: Settings, host: Host) -> list[str]:
     if host == "function":
         problems += _schedule_problems(n.Schedule)
     if host in ("function", "api") and not settings.Audit.ChainKey:
-        # DESIGN §4: every host that writes audit rows (PIN enrolment and change, transfers)
+        # Every host that writes audit rows (PIN enrolment and change, transfers)
         # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
         problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
     delivers = (
@@ -374,7 +374,7 @@ def _schedule_problems(schedule: str) -> list[str]:
             f"(seconds first). Fix: {fix_for('Notices__Schedule')}."
         ]
     try:
-        # FACTS: without second_at_beginning croniter reads the six fields minutes first.
+        # Without second_at_beginning croniter reads the six fields minutes first.
         cron = croniter(schedule, second_at_beginning=True)
     except ValueError:
         return [

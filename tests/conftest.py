@@ -40,6 +40,8 @@ from tests.support.leak_watch import (
 from tests.support.services import SQLSERVER_SKIP, SQLSERVER_URL, service_missing, sqlserver_param
 
 __all__ = ["leak_watch"]
+# `adr("0050", "D5")` markers, selectable as `-m adr_0050_d5` (tests/support/adr_marker.py).
+pytest_plugins = ["tests.support.adr_marker"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "AZUREBANK_TEST_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -239,8 +241,8 @@ def fresh_sqlserver_url() -> Iterator[str]:
     if not SQLSERVER_URL:
         pytest.skip(SQLSERVER_SKIP)
     name = f"azurebank_test_{uuid.uuid4().hex[:12]}"
-    # READ COMMITTED with locks, as DESIGN §3 runs it (never row versions: ADR-0050's lock would
-    # not hold under them); Azure SQL's default is ON.
+    # READ COMMITTED with locks, as docs/database.md runs it (never row versions: ADR-0050's lock
+    # would not hold under them); Azure SQL's default is ON.
     _on_sqlserver_master(
         f"CREATE DATABASE [{name}]; ALTER DATABASE [{name}] SET READ_COMMITTED_SNAPSHOT OFF"
     )

@@ -1,4 +1,4 @@
-"""`GET /api/accounts` (accounts): the caller's accounts (DESIGN §5)."""
+"""`GET /api/accounts` (accounts): the caller's accounts (docs/http.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ router = APIRouter(tags=["accounts"])
 class AccountView(BaseModel):
     id: uuid.UUID
     name: str
-    # DESIGN §5: a JSON number with at most two decimals, every digit kept (exact_json).
+    # A JSON number with at most two decimals, every digit kept (exact_json).
     balance: MoneyOut
     currency: str
     closed: bool

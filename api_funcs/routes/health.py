@@ -23,7 +23,7 @@ router = APIRouter()
     operation_id="health",
     tags=["health"],
     summary="Liveness",
-    # DESIGN §5: health refuses nothing and touches no database; it declares its 200 and no
+    # Health refuses nothing and touches no database; it declares its 200 and no
     # problem response.
     responses=error_code_responses((), touches_database=False),
 )

@@ -1,4 +1,4 @@
-"""`POST /api/pin` (pin_enrol) and `PUT /api/pin` (pin_change): DESIGN §5. The handlers only
+"""`POST /api/pin` (pin_enrol) and `PUT /api/pin` (pin_change), docs/http.md. The handlers only
 translate; shared.identity.pin_service decides and commits."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from shared.identity.refusals import (
 )
 
 # The app's one body reader: bytes that are not UTF-8, or JSON nested past the recursion limit,
-# are "not JSON" (400 VALIDATION_FAILED, DESIGN §5), not FastAPI's generic 400.
+# are "not JSON" (400 VALIDATION_FAILED, docs/http.md), not FastAPI's generic 400.
 router = APIRouter(route_class=DecimalJSONRoute, tags=["pin"])
 
 
@@ -29,7 +29,7 @@ class PinEnrolment(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     # Lengths bound the work a request can ask of PBKDF2; the PIN's format is the service's
-    # rung (DESIGN §5: after the password and the enrolment check), declared by `Pin`.
+    # rung (docs/http.md: after the password and the enrolment check), declared by `Pin`.
     password: str = Field(min_length=1, max_length=1024)
     pin: Pin
 

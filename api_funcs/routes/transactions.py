@@ -1,4 +1,4 @@
-"""The money path over HTTP (DESIGN §5): the mint, the transfer, the neighbouring rails and the
+"""The money path over HTTP (docs/http.md): the mint, the transfer, the neighbouring rails and the
 allowance read. Handlers parse, call `shared.money`, and render; every rule lives there."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from shared.money.transfers import TransferOrder
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
 # The refusals each operation can raise, in ADR-0050's rung order, then what every operation of
-# its kind can answer (DESIGN §5; the document is derived from these classes).
+# its kind can answer (docs/http.md; the document is derived from these classes).
 _BEARER: Refusals = (Unauthenticated,)
 _IDEMPOTENT: Refusals = (
     ValidationFailed,

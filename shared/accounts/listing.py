@@ -1,4 +1,4 @@
-"""The caller's accounts, open and closed (`GET /api/accounts`, DESIGN §5)."""
+"""The caller's accounts, open and closed (`GET /api/accounts`, docs/http.md)."""
 
 from __future__ import annotations
 

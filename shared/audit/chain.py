@@ -1,15 +1,15 @@
-"""AuditChain: the HMAC-SHA256 chain over `AuditEvents` (DESIGN §7, ADR-0052 D4/D5, ADR-0044).
+"""AuditChain: the HMAC-SHA256 chain over `AuditEvents` (ADR-0052 D4/D5, ADR-0044).
 
 Each row's `RowHash` is HMAC-SHA256 under `Audit__ChainKey` over an explicit, versioned field
 list whose element three is the row's `Id` (D4: re-keying a row breaks its hash) and whose last
 element is the previous row's `RowHash` (the chain). `Sequence` is contiguous from 1.
 
-Lock order (ADR-0044, DESIGN §7): application lock → tail → rows. A transaction that appends
-takes the tail (`append`; `seal`, which builds the next row for the caller to write in one round
-trip with its own writes; or `lock_tail` first when it must read the tail before other writes)
-BEFORE it touches any other row it will write, so two audited transactions never wait on each
-other's rows while holding the tail. On SQLite the tail lock is the database's writer lock;
-a transaction that reads before it appends is a writing unit of work
+Lock order (ADR-0044, docs/architecture.md#lock-order): application lock → tail → rows. A
+transaction that appends takes the tail (`append`; `seal`, which builds the next row for the caller
+to write in one round trip with its own writes; or `lock_tail` first when it must read the tail
+before other writes) BEFORE it touches any other row it will write, so two audited transactions
+never wait on each other's rows while holding the tail. On SQLite the tail lock is the database's
+writer lock; a transaction that reads before it appends is a writing unit of work
 (`shared.db.uow.writing_unit_of_work`), so its reads are not from a stale snapshot.
 """
 

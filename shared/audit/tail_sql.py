@@ -1,4 +1,5 @@
-"""The chain's tail lock, the one place its dialect-specific SQL lives (DESIGN §3, STYLE 3).
+"""The chain's tail lock, the one place its dialect-specific SQL lives
+(docs/database.md#sql-that-differs-by-dialect).
 
 The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
 locks it first, so concurrent appends serialise on it and each chains onto the last committed
@@ -29,7 +30,7 @@ def postgresql_tail_lock() -> Select[int, bytes]:
 
 
 def mssql_tail_lock() -> Select[int, bytes]:
-    # SQLAlchemy drops with_for_update on mssql silently (FACTS); the hint is the lock.
+    # SQLAlchemy drops with_for_update on mssql silently; the hint is the lock.
     # UPDLOCK is held to the end of the transaction; ROWLOCK keeps it to the one row.
     return _plain_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
 

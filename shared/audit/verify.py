@@ -1,4 +1,4 @@
-"""The chain walk behind `azurebank audit verify` (DESIGN §8): every row in `Sequence` order.
+"""The chain walk behind `azurebank audit verify` (docs/cli.md): every row in `Sequence` order.
 
 A row is named when its Sequence leaves a gap (deleted rows), when its PreviousHash is not the
 RowHash of the row before it (rows swapped, removed or inserted), or when its RowHash does not

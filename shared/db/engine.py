@@ -1,4 +1,4 @@
-"""Engines for the three dialects (DESIGN §3), built lazily and cached per URL.
+"""Engines for the three dialects (docs/database.md), built lazily and cached per URL.
 
 Nothing here runs at import time: the Functions host unloads every function when importing
 `function_app.py` raises, so connecting belongs to the first request, not to the import.

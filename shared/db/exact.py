@@ -1,4 +1,4 @@
-"""Exact text equality on every dialect (DESIGN §3, docs/database.md).
+"""Exact text equality on every dialect (docs/database.md).
 
 PostgreSQL's and SQLite's `=` on text is exact. SQL Server's is not: under the database's default
 collation (SQL_Latin1_General_CP1_CI_AS, Azure SQL's too) it ignores case, and under every

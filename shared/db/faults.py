@@ -1,6 +1,6 @@
-"""Driver errors, translated once (DESIGN §3: the rest of the code does not know which database it
-is on). httpx's `map_exceptions` is the model: a caller names the domain fault each kind of
-driver failure becomes, and this module alone knows how each dialect spells that kind.
+"""Driver errors, translated once (docs/database.md: the rest of the code does not know which
+database it is on). httpx's `map_exceptions` is the model: a caller names the domain fault each kind
+of driver failure becomes, and this module alone knows how each dialect spells that kind.
 
     DriverFault.LOCK_TIMEOUT  a lock wait ran out: PostgreSQL 55P03 (lock_timeout), SQLite
                               "database is locked" (the busy timeout), SQL Server 1222 or the

@@ -1,6 +1,6 @@
 """The schema, in the .NET API's EF names (PascalCase), so a database shared with the API is the
-same database (DESIGN §3). Constraint names come from one naming convention, so they are the same
-on SQL Server, PostgreSQL and SQLite and a migration can name them."""
+same database (docs/database.md). Constraint names come from one naming convention, so they are the
+same on SQL Server, PostgreSQL and SQLite and a migration can name them."""
 
 from __future__ import annotations
 
@@ -157,8 +157,8 @@ class TransferAuthorization(Base):
 
 
 class AuditEvent(Base):
-    """An HMAC-chained audit row (DESIGN §7). `Id` is minted by the writer before the save
-    (ADR-0052 D5) and is element three of the hashed payload (D4)."""
+    """An HMAC-chained audit row (shared/audit/chain.py). `Id` is minted by the writer before the
+    save (ADR-0052 D5) and is element three of the hashed payload (D4)."""
 
     __tablename__ = "AuditEvents"
     __table_args__ = (Index("IX_AuditEvents_ActorUserId_Event", "ActorUserId", "Event"),)

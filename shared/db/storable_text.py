@@ -1,4 +1,5 @@
-"""What a string must be before SQL sees it (DESIGN §3: one database shared by three dialects).
+"""What a string must be before SQL sees it (docs/database.md: one database shared by three
+dialects).
 
 A value a caller sent (a body field, a header) is stored or compared only when SQL Server,
 PostgreSQL and SQLite alike can hold it, so that every database gives the same answer:

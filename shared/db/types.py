@@ -1,4 +1,4 @@
-"""Column types that hold money exactly and time as UTC on every dialect (DESIGN §3)."""
+"""Column types that hold money exactly and time as UTC on every dialect (docs/database.md)."""
 
 from __future__ import annotations
 

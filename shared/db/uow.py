@@ -1,6 +1,6 @@
 """The unit of work: one session on one connection, rolled back unless the boundary commits.
 
-Helpers take the session and never commit (DESIGN §2): a transaction that must hold a lock, a
+Helpers take the session and never commit: a transaction that must hold a lock, a
 limit check and an audit write together is only as good as its one commit.
 """
 
@@ -27,7 +27,7 @@ def _unit_of_work(
     engine: Engine, *, sqlite_begin: SqliteBegin, sqlite_busy_timeout_ms: int | None
 ) -> Iterator[Session]:
     # On SQLite, IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy
-    # timeout: that is SQLite's application lock (DESIGN §3).
+    # timeout: that is SQLite's application lock (docs/database.md).
     with engine.connect() as connection:
         if engine.dialect.name == "sqlite":
             if sqlite_busy_timeout_ms is not None:

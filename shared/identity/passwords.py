@@ -1,5 +1,5 @@
-"""Password and PIN hashes in the ASP.NET Core Identity V3 format (DESIGN §7), so this app and the
-.NET API verify each other's hashes.
+"""Password and PIN hashes in the ASP.NET Core Identity V3 format
+(docs/security.md#pins-and-passwords), so this app and the .NET API verify each other's hashes.
 
 Layout (then base64): 0x01 | PRF (uint32 BE: 0 SHA1, 1 SHA256, 2 SHA512) | iterations (uint32 BE)
 | salt length (uint32 BE) | salt | subkey (PBKDF2 output, 32 bytes).

@@ -1,4 +1,5 @@
-"""PIN enrolment (behind the password) and change (behind the current PIN): DESIGN §5, §7.
+"""PIN enrolment (behind the password) and change (behind the current PIN): docs/http.md,
+docs/security.md.
 
 Each writes, in ONE transaction, the PIN hash, an `AuditEvents` row (`PinEnrolled` /
 `PinChanged`) and an owed `SubscriberNotices` row naming that audit row (ADR-0045: the row is
@@ -27,7 +28,7 @@ from shared.identity.pins import is_valid_pin
 from shared.identity.refusals import InvalidPassword, PinAlreadyEnrolled, PinRequired
 from shared.money.ports import AuditAppender, PinCheck
 
-# DESIGN §7: the message a malformed PIN field is refused with (400 VALIDATION_FAILED).
+# The message a malformed PIN field is refused with (400 VALIDATION_FAILED).
 PIN_FORMAT = "must be 4 to 6 digits (0-9)"
 
 
@@ -52,7 +53,7 @@ class PinChanges:
     def enrol(self, user_id: str, *, password: str, pin: str) -> uuid.UUID:
         """Enrol the caller's first PIN; return the audit row's Id.
 
-        Rungs in DESIGN §5's order: 401 INVALID_PASSWORD · 409 PIN_ALREADY_ENROLLED · 400
+        Rungs in order (docs/http.md): 401 INVALID_PASSWORD · 409 PIN_ALREADY_ENROLLED · 400
         VALIDATION_FAILED (the PIN's format)."""
         with unit_of_work(self._engine) as session:
             row = session.execute(

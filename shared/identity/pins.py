@@ -1,6 +1,7 @@
-"""The step-up PIN check (DESIGN §7; the mint of ADR-0042 and `PUT /api/pin` of ADR-0047 call it).
+"""The step-up PIN check (docs/security.md#pins-and-passwords): the mint of ADR-0042 and
+`PUT /api/pin` of ADR-0047 call it.
 
-Rungs, in order (DESIGN §5):
+Rungs, in order (docs/http.md):
   422 PIN_REQUIRED  the request carries no PIN (absent, empty or only spaces), or the caller has
                     no PIN enrolled. Nothing is read for the first and nothing is counted for
                     either: it reveals only the caller's own state (ADR-0049 D4).
@@ -56,7 +57,7 @@ from shared.identity.refusals import (
 )
 from shared.settings import PinSettings
 
-# DESIGN §7: 4 to 6 ASCII digits (`[0-9]`, not `\d`, which matches other scripts' digits).
+# 4 to 6 ASCII digits (`[0-9]`, not `\d`, which matches other scripts' digits).
 PIN_PATTERN = re.compile(r"[0-9]{4,6}")
 
 SecretVerifier = Callable[[str | None, str], bool]

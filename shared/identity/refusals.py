@@ -1,4 +1,4 @@
-"""Identity's typed refusals (DESIGN §5): the PIN step-up's rungs and PIN enrolment's. Titles
+"""Identity's typed refusals (docs/http.md): the PIN step-up's rungs and PIN enrolment's. Titles
 are safe to show anyone; the OpenAPI document is derived from these classes (shared.errors).
 
     Refusal          PIN_REQUIRED (and its PinNotEnrolled title)

@@ -1,5 +1,5 @@
 """ADR-0050 D5: the per-user application lock that serialises one user's external transfers, and
-the ONE module holding its SQL, one function per dialect (DESIGN §3).
+the ONE module holding its SQL, one function per dialect (docs/database.md).
 
 Two transfers from two accounts of one user to two payees share no row, so only a lock on the
 user (taken first, before the sum and before any row) stops both from reading the same committed
@@ -55,8 +55,8 @@ def mssql_applock_batch() -> TextClause:
 def postgresql_advisory_lock() -> TextClause:
     """PostgreSQL, one statement: a transaction-local lock_timeout, then a transaction-scoped
     advisory lock on a 64-bit hash of the resource name. `SET LOCAL lock_timeout = $1` is a
-    syntax error; set_config(…, true) is the transaction-local form that takes a bound value
-    (FACTS). The timeout is set in a FROM subquery, which PostgreSQL evaluates (and, being
+    syntax error; set_config(…, true) is the transaction-local form that takes a bound value.
+    The timeout is set in a FROM subquery, which PostgreSQL evaluates (and, being
     volatile, never flattens) before the select list waits for the lock; one statement instead
     of two saves every transfer a round trip before the sum."""
     return text(
@@ -109,7 +109,7 @@ class DailyLimitLock:
             with unit_of_work(engine) as session:
                 yield session
             return
-        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (DESIGN §3).
+        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (docs/database.md).
         with writing_unit_of_work(engine, wait_seconds=self.timeout_seconds) as session:
             take_daily_limit_lock(session, user_id, self.timeout_seconds)
             yield session

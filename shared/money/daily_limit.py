@@ -28,7 +28,7 @@ def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) ->
     """The day's external outflow of one user. The join on Accounts.UserId makes the customer
     the payer (D3: two accounts do not hold two limits); there is no IsDeleted filter (D3).
     IX_Accounts_UserId then IX_Transactions_AccountId_Type_CreatedAt make it a seek per account
-    on (AccountId, 'TransferOut', [day)), not a scan of the ledger (DESIGN §7)."""
+    on (AccountId, 'TransferOut', [day)), not a scan of the ledger."""
     return _daily_outflow().params(user_id=user_id, day_start=day_start, day_end=day_end)
 
 

@@ -1,4 +1,4 @@
-"""Idempotency keys for money operations (ADR-0009, DESIGN §5, the IETF Idempotency-Key draft).
+"""Idempotency keys for money operations (ADR-0009, docs/http.md, the IETF Idempotency-Key draft).
 
 Keys are scoped to (user, operation). The protocol:
 

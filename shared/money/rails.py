@@ -1,4 +1,4 @@
-"""The neighbouring rails (DESIGN §5): internal transfer between the caller's own accounts,
+"""The neighbouring rails (docs/http.md): internal transfer between the caller's own accounts,
 deposit and withdrawal. None is counted by the daily limit (ADR-0050 D2, ADR-0056), so none takes
 the application lock; each moves money with the accounts' concurrency tokens in the same retry
 loop as the transfer, and writes an audit row (tail before rows, as everywhere)."""

@@ -1,4 +1,4 @@
-"""The money path's typed refusals (DESIGN §5). Titles are safe to show anyone; figures ride as
+"""The money path's typed refusals (docs/http.md). Titles are safe to show anyone; figures ride as
 extension members and become JSON numbers in api_funcs (ADR-0050 D7).
 
     BadRequest      IDEMPOTENCY_KEY_REQUIRED

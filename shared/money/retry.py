@@ -1,6 +1,6 @@
-"""The retry loop around one money transaction (DESIGN §7): each attempt is a fresh unit of work;
-a lost race on an account's concurrency token (or a deadlock the server broke) rolls the whole
-attempt back and runs it again, a bounded number of times."""
+"""The retry loop around one money transaction (the transfer's steps: shared/money/transfers.py):
+each attempt is a fresh unit of work; a lost race on an account's concurrency token (or a deadlock
+the server broke) rolls the whole attempt back and runs it again, a bounded number of times."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The external transfer's writes after the audit chain's tail lock, and the ONE module holding
-their SQL, one function per dialect (DESIGN §3, §7).
+their SQL, one function per dialect (docs/database.md).
 
 Every transfer and every audited save of the .NET API serialises on the tail lock, so the bank's
 transfer rate is bounded by how long one transfer holds it: one round trip per statement under
@@ -21,7 +21,7 @@ hash chained into the new row in Python), every write goes in ONE round trip, th
 
 Nothing here decides: the caller reads the counts (`WriteOutcome`) and raises — a lost race, a
 lost spend, a lost marker — and its unit of work rolls the whole transaction back, so a write
-that half-applied is never committed (only the boundary commits, DESIGN §2).
+that half-applied is never committed (only the boundary commits).
 """
 
 from __future__ import annotations

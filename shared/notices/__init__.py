@@ -1,7 +1,7 @@
 """The notice relay's shared protocol (ADR-0048 D2–D5, D7; ADR-0052), one concept per module.
 
     runner_name   the name a runner stamps into LeasedBy (`api|function|verb/{host}/{pid}/{hex}`)
-    claim_sql     the one set-based claim UPDATE, one function per dialect (DESIGN §3)
+    claim_sql     the one set-based claim UPDATE, one function per dialect (docs/database.md)
     claim         NoticeClaim: renew, claim, re-read by name, mark with DeliveredAt as the token
     evidence      ADR-0052: the exact question, or the weaker one, and the finding's wording
     address       whether a user's Email can be a notice's To

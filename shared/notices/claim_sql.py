@@ -1,4 +1,5 @@
-"""The claim of ADR-0048 D2 as SQL: one set-based UPDATE per dialect, and nowhere else (DESIGN §3).
+"""The claim of ADR-0048 D2 as SQL: one set-based UPDATE per dialect, and nowhere else
+(docs/database.md).
 
 The statement stamps up to `limit` of the oldest owed rows whose lease is null or lapsed with the
 runner's name and the lease end, and returns their ids. The database serialises two claims, so
@@ -9,7 +10,7 @@ the second finds nothing free among the first's rows. Per dialect:
   inner side), and each rescan skips the rows the UPDATE has just written, so one claim stamped
   more than `limit` rows (seen here: batch 3 claimed 5). MATERIALIZED evaluates the pick once.
 - SQL Server: `WITH (UPDLOCK, READPAST, ROWLOCK)` on the subquery's table, via `with_hint`
-  (SQLAlchemy silently drops `with_for_update` on mssql; FACTS). The subquery is `TOP (n)`.
+  (SQLAlchemy silently drops `with_for_update` on mssql). The subquery is `TOP (n)`.
 - SQLite: nothing; one writer at a time (the claim's unit of work begins IMMEDIATE).
 
 The outer UPDATE repeats the free-row predicate, so a row that stopped being free between the

@@ -45,7 +45,7 @@ def is_named(settings: Settings, kind: HostedKind) -> bool:
 
 class HostedRelay:
     """One hosted runner. Named by the flag: its runner name, its target's description and its
-    sweep, which is built on the first tick (nothing connects at start, DESIGN §2). Not named:
+    sweep, which is built on the first tick (nothing connects at start). Not named:
     none of them."""
 
     def __init__(
@@ -72,7 +72,8 @@ class HostedRelay:
         return self._sweep is not None
 
     def announce(self, cadence: str) -> None:
-        """Once, at start: DESIGN §6's `live as …` line, or the step-aside line."""
+        """Once, at start: the `live as …` line (docs/operations.md#reading-the-start-lines), or the
+        step-aside line."""
         if self.runner is None:
             # ADR-0051 D4: the flag's value, and that this process delivers nothing.
             log.info(

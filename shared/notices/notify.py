@@ -6,7 +6,7 @@ that merely read free rows would leave a window between its read and its write i
 claims the same rows. It sweeps until nothing is free or its own lease lapses, and steps aside for
 rows another runner holds under a live lease: it counts them and names their holder.
 
-Exit codes (DESIGN §8): 0 delivered; 2 nothing to do, and the line says which reading; 6 a file
+Exit codes (docs/cli.md): 0 delivered; 2 nothing to do, and the line says which reading; 6 a file
 was refused; 1 another failure left rows owed (this wins over 6 when both happened, since moving
 the refused file would not fix it). The command line adds 78 for settings refused.
 """
@@ -35,7 +35,7 @@ READING_HELD_BY_OTHERS = "everything owed is held under another runner's live le
 
 
 class NotifyExit(enum.IntEnum):
-    """The verb's exits (ADR-0048 D3, D5; DESIGN §8)."""
+    """The verb's exits (ADR-0048 D3, D5; docs/cli.md)."""
 
     DELIVERED = 0
     FAILED = 1  # another failure left rows owed

@@ -1,6 +1,6 @@
 """A notice as an RFC 5322 message: the bytes the standard library's `email` package writes
-(DESIGN §6; no mail library in any runner, ADR-0048 "Verified by"), written directly where the
-package would neither fold nor encode, through the package everywhere else."""
+(no mail library in any runner: docs/decisions.md#adr-0048-alternatives-declined), written directly
+where the package would neither fold nor encode, through the package everywhere else."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The name a runner stamps into `LeasedBy` (ADR-0048 D5, DESIGN §6).
+"""The name a runner stamps into `LeasedBy` (ADR-0048 D5, docs/operations.md).
 
 `{kind}/{host}/{pid}/{8 hex}`: an operator matches the announcement line against `LeasedBy`
 and `notices status`; the random suffix tells two processes apart when a pid is reused.

@@ -1,4 +1,4 @@
-"""NoticeSweep (ADR-0048 D2, DESIGN §6): one pass of one runner over the owed rows.
+"""NoticeSweep (ADR-0048 D2, docs/operations.md): one pass of one runner over the owed rows.
 
     renew → claim → re-read by name → deliver each, while this sweep's own lease is live
     → remove the transport's own temporaries that no live runner can own

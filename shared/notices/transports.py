@@ -1,4 +1,4 @@
-"""Where a rendered notice lands, behind one interface (DESIGN §6). Nothing here sends.
+"""Where a rendered notice lands, behind one interface (docs/operations.md). Nothing here sends.
 
 Both transports name the notice `{noticeId}.eml` and never overwrite: an existing name is
 NoticeRefused (ADR-0045 D4, ADR-0048 D3), the row stays owed beside what is already there, and the
@@ -201,7 +201,7 @@ class BlobContainerTransport:
     remove (it is not `LeavesTemporaryFiles`).
 
     The client is built on first delivery (nothing connects at import or construction), from a
-    connection string, or from the account's blob URI and an Entra credential (DESIGN §4)."""
+    connection string, or from the account's blob URI and an Entra credential (docs/settings.md)."""
 
     def __init__(
         self,

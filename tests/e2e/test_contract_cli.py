@@ -1,4 +1,4 @@
-"""Contract audit, DESIGN §8 and docs/cli.md, on real `azurebank` processes: a database that is
+"""Contract audit of docs/cli.md, on real `azurebank` processes: a database that is
 unreachable, unmigrated or needs a driver this install lacks, and a port already taken, each get
 a clear message naming what to fix and a documented exit code, never a traceback, and never the
 URL's password or an address; long work shows progress on a terminal only, not when the output
@@ -68,7 +68,7 @@ def test_an_unmigrated_database_exits_1_and_points_at_db_upgrade(
 
 
 def test_users_add_prints_exactly_the_user_id_and_the_account_ids(sqlite_url: str) -> None:
-    """DESIGN §8: `{"userId": …, "accountIds": […]}` and nothing else, for another program."""
+    """docs/cli.md: `{"userId": …, "accountIds": […]}` and nothing else, for another program."""
     done = _run(sqlite_url, *ADD, "--accounts", "2", "--balance", "10.10")
     assert done.returncode == exits.OK, done.stderr
     printed = json.loads(done.stdout)
@@ -164,7 +164,7 @@ def test_notify_shows_progress_on_a_terminal(sqlite_url: str, pickup: Path) -> N
 
 
 def test_notify_shows_no_progress_when_its_output_is_piped(sqlite_url: str, pickup: Path) -> None:
-    """DESIGN §8: not when output is piped, even with stderr still on the terminal
+    """Not when output is piped, even with stderr still on the terminal
     (`azurebank notify | tee run.log`)."""
     _owe(sqlite_url, 3)
     process, primary = _notify(sqlite_url, pickup, piped=True)

@@ -1,4 +1,4 @@
-"""DESIGN §5, §6, §8: a new customer's journey against a real `azurebank serve` process with the Api
+"""A new customer's journey against a real `azurebank serve` process with the Api
 runner: `users add` → `token` → enrol a PIN → its notice file appears in the pickup directory →
 mint → transfer → the allowance shows the use. Everything goes through the command line and HTTP;
 the code under test is this checkout's (cwd and PYTHONPATH are the repository root)."""

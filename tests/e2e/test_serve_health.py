@@ -1,4 +1,4 @@
-"""DESIGN §8: `azurebank serve` serves GET /api/health on localhost from a migrated SQLite file,
+"""docs/cli.md: `azurebank serve` serves GET /api/health on localhost from a migrated SQLite file,
 and stops cleanly when asked."""
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_the_access_line_keeps_method_path_status_and_duration_never_the_query_s
         )
     leak_watch.saw_text("the answer", answer)
     output = leak_watch.saw_text("serve output", server.output())
-    # A token in the query string is no credential here (DESIGN §5: the Authorization header).
+    # A token in the query string is no credential here (docs/http.md: the Authorization header).
     assert status == 401, answer
     assert token not in output
     assert "access_token" not in output

@@ -24,7 +24,7 @@ from tests.support.hosts import CONTACT
 from tests.support.notices import just_now, notice_row, owed_count, owed_notices
 from tests.support.served import CLI, ServedProcess, clean_environ, served, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.adr("0048", "D1")]
 
 CONTROL = os.environ.get("AZUREBANK_E2E_CONTROL", "")
 
@@ -56,7 +56,7 @@ def serving(db_url: str, pickup: Path, log: Path) -> AbstractContextManager[Serv
     return served(env, log, program=program, ready=_announced)
 
 
-def test_d1_an_owed_notice_appears_as_a_file_within_a_few_periods(
+def test_an_owed_notice_appears_as_a_file_within_a_few_periods(
     sqlite_url: str, tmp_path: Path, pickup: Path
 ) -> None:
     log = tmp_path / "serve.log"
@@ -72,7 +72,7 @@ def test_d1_an_owed_notice_appears_as_a_file_within_a_few_periods(
 
 
 @pytest.mark.postgres
-def test_d1_two_serve_processes_deliver_500_notices_once_each_with_none_left_owed(
+def test_two_serve_processes_deliver_500_notices_once_each_with_none_left_owed(
     fresh_postgres_url: str, tmp_path: Path, pickup: Path
 ) -> None:
     logs = [tmp_path / "serve-1.log", tmp_path / "serve-2.log"]

@@ -1,5 +1,5 @@
-"""Contract audit, DESIGN §5: no input ever produces a 500, on either dialect; a body too large to
-be a request of this API is 400 VALIDATION_FAILED naming the body; a NUL in a payee tag or in a
+"""Contract audit, docs/http.md: no input ever produces a 500, on either dialect; a body too large
+to be a request of this API is 400 VALIDATION_FAILED naming the body; a NUL in a payee tag or in a
 token's subject (which PostgreSQL refuses to compare) is answered as SQLite answers it; money is
 a JSON number with at most two decimals."""
 
@@ -115,7 +115,7 @@ def test_a_body_at_the_limit_is_read_as_usual(sqlite_url: str) -> None:
 
 
 # A NUL in a payee tag is a body error (400 naming recipientAzureTag) before any lookup:
-# tests/integration/test_nul_in_text_fields.py pins it on both dialects.
+# tests/integration/http/test_nul_in_text_fields.py pins it on both dialects.
 
 
 def test_a_token_whose_subject_holds_a_nul_is_401_on_every_dialect(bank: Bank) -> None:

@@ -1,4 +1,4 @@
-"""Contract audit, security (DESIGN §5, HELPERS house rules, ADR-0017): no address, PIN,
+"""Contract audit, security (docs/http.md, ADR-0017): no address, PIN,
 password, token or secret in any log line or error text, even with DEBUG logging and SQLAlchemy's
 own statement logging switched on by an operator; identity only from a verified bearer token."""
 
@@ -50,6 +50,7 @@ def test_sqlalchemys_statement_log_never_shows_bound_parameters(
     assert SECRET_PARAMETER not in caplog.text
 
 
+@pytest.mark.adr("0017")
 def test_a_journey_logs_no_address_pin_password_token_or_key_at_debug(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:

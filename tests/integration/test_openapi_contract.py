@@ -1,6 +1,7 @@
-"""DESIGN §5 / ADR-0050 Consequences: the OpenAPI document declares, per operation, each status
-and errorCode it can answer and the money schema's published maximum (ADR-0046); and a
-schemathesis run over that document finds no 5xx and no response the document does not allow."""
+"""docs/http.md and docs/decisions.md#adr-0050-consequences: the OpenAPI document declares, per
+operation, each status and errorCode it can answer and the money schema's published maximum
+(ADR-0046); and a schemathesis run over that document finds no 5xx and no response the document does
+not allow."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from shared.identity.passwords import hash_secret
 from tests.money_support import PIN, WRONG_PIN
 from tests.support import FAST_HASH, api_client, bearer, host_settings, make_user
 
-# DESIGN §5's table (and ADR-0050's rung table): operation → {status: codes it must declare}.
+# docs/http.md's table (and ADR-0050's rung table): operation → {status: codes it must declare}.
 DECLARED: dict[str, dict[int, set[str]]] = {
     "mint": {
         404: {"ACCOUNT_NOT_FOUND", "PAYEE_NOT_FOUND"},
@@ -125,6 +126,7 @@ def test_every_money_operation_declares_each_status_and_error_code_it_can_answer
             assert enum == set(declared["x-error-codes"]), (name, status)
 
 
+@pytest.mark.adr("0050", "D7")
 def test_daily_limit_exceeded_is_declared_on_mint_and_transfer_with_its_d7_members() -> None:
     """ADR-0050 D7: limit, used, requested (numbers) and resetsAt, on the two operations."""
     operations = _operations(_document())
@@ -156,6 +158,7 @@ def test_money_operations_require_the_idempotency_key_header_in_the_document() -
         assert "Idempotency-Replayed" in operations[name]["responses"]["201"]["headers"]
 
 
+@pytest.mark.adr("0046")
 def test_the_money_schema_publishes_the_maximum_100000_and_two_decimals() -> None:
     """ADR-0046: MONEY_MAX is the one published maximum (the daily limit has no schema slot)."""
     doc = _document()
@@ -170,7 +173,7 @@ def test_the_money_schema_publishes_the_maximum_100000_and_two_decimals() -> Non
 
 
 def test_every_pin_in_the_document_is_four_to_six_ascii_digits() -> None:
-    """DESIGN §7: a PIN is 4 to 6 ASCII digits; the document says so wherever one travels, so a
+    """A PIN is 4 to 6 ASCII digits; the document says so wherever one travels, so a
     schema-valid PIN is one the service accepts. (Documentation only: the service keeps its
     rungs, pinned in tests/integration/identity, e.g. a wrong password beats a malformed PIN.)"""
     schemas = _document()["components"]["schemas"]
@@ -189,7 +192,7 @@ def test_every_pin_in_the_document_is_four_to_six_ascii_digits() -> None:
 
 
 def test_every_operation_but_health_declares_the_bearer_scheme_it_requires() -> None:
-    """DESIGN §5: every /api operation needs `Authorization: Bearer <JWT>`; health and its
+    """Every /api operation needs `Authorization: Bearer <JWT>`; health and its
     readiness check are anonymous.
     The document says so (components.securitySchemes and per-operation `security`), so clients
     and schemathesis know what to send."""
@@ -234,7 +237,7 @@ def test_a_missing_or_malformed_bearer_is_still_our_401_problem_with_www_authent
             assert client.get("/api/accounts", headers={"Authorization": header}).status_code == 200
 
 
-# --- schemathesis: every operation of DESIGN §5 --------------------------------------------------
+# --- schemathesis: every operation of docs/http.md ----------------------------------------------
 
 # Per operation and generation mode. The run is derandomized (the same cases every time) and
 # bounded: about 400 requests per database, 10-20 s each on a loaded 2-core machine.
@@ -431,8 +434,8 @@ def _fuzz(bank: Bank, operation: Any, mode: GenerationMode, seen: dict[str, set[
 
 def test_every_operation_conforms_to_its_document_and_never_answers_5xx(db_url: str) -> None:
     """Schemathesis 4 over the ASGI app, on SQLite and on PostgreSQL (they refuse different
-    input: PostgreSQL's text holds no NUL, test_nul_in_text_fields): every operation of DESIGN
-    §5, positive and negative cases, each case from a known state (a real bearer token;
+    input: PostgreSQL's text holds no NUL, test_nul_in_text_fields): every operation of
+    docs/http.md, positive and negative cases, each case from a known state (a real bearer token;
     accounts, a payee, a PIN, a real authorization where the scenario asks). (Driven through
     `as_strategy`: its pytest fixture loader needs a pytest private attribute that pytest 9 no
     longer has.)"""

@@ -22,6 +22,7 @@ SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
 pytestmark = [
     pytest.mark.sqlserver,
     pytest.mark.skipif(not SQLSERVER_URL, reason="AZUREBANK_TEST_SQLSERVER is not set (opt-in)"),
+    pytest.mark.adr("0050", "D5"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""The opt-in SQL Server ring (DESIGN §3): runs only when AZUREBANK_TEST_SQLSERVER holds a
+"""The opt-in SQL Server ring (docs/database.md): runs only when AZUREBANK_TEST_SQLSERVER holds a
 SQLAlchemy URL of a database this suite may create and drop tables in. SQL Server is opt-in, so
 its skip stays a skip under CI=true (the PostgreSQL and Azurite rings fail instead)."""
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-# Opt-in (DESIGN §3): a SQLAlchemy URL of a SQL Server on which this suite may create databases.
+# Opt-in (docs/database.md): a SQLAlchemy URL of a SQL Server on which this suite may create
+# databases.
 SQLSERVER_URL = os.environ.get("AZUREBANK_TEST_SQLSERVER", "")
 SQLSERVER_SKIP = "AZUREBANK_TEST_SQLSERVER is not set (opt-in: a SQL Server URL)"
 

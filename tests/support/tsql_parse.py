@@ -1,4 +1,4 @@
-"""Every statement the code executes, parsed as T-SQL (DESIGN §3: SQL Server is production).
+"""Every statement the code executes, parsed as T-SQL (docs/database.md: SQL Server is production).
 
 While the SQLite and PostgreSQL suites run, an Engine-class listener sees each statement the
 application sends (`before_cursor_execute`), compiles the same statement for SQL Server 2022
@@ -13,11 +13,11 @@ What is checked, and what is not, by design:
   project frame on the stack is in shared/, api_funcs/, relay_func/ or function_app.py), ORM flushes
   included.
 - Not checked at run time, checked here instead: the statements of the per-dialect SQL modules
-  (DESIGN §3: claim_sql, tail_sql, applock_sql). Their PostgreSQL and SQLite forms are not what SQL
-  Server runs, so recompiling them proves nothing; `PER_DIALECT_SQL` names each module's SQL
-  Server twin, which `tests/unit/test_tsql_parse.py` builds and parses.
+  (docs/database.md: claim_sql, tail_sql, applock_sql). Their PostgreSQL and SQLite forms are not
+  what SQL Server runs, so recompiling them proves nothing; `PER_DIALECT_SQL` names each module's
+  SQL Server twin, which `tests/unit/test_tsql_parse.py` builds and parses.
 - Listed as unparsable, in `UNPARSABLE_BATCHES` only: procedural batches sqlglot has no grammar
-  for (T-SQL's `THROW`); their exact text is pinned by compile tests.
+  for (T-SQL's `THROW`); what each does is pinned by the test its `pinned_by` names.
 - Not seen: statements of other processes (the e2e ring's `azurebank` processes); the same code
   paths run in-process in the integration ring.
 - Not checked: a test's own SQL (its instruments: `pg_terminate_backend`, `EXPLAIN`, fault
@@ -87,7 +87,7 @@ MSSQL = sqlserver_dialect()
 
 
 def tsql_text(statement: ClauseElement) -> str:
-    """`statement` as SQL Server would receive it, values inline (FACTS: sqlglot parses
+    """`statement` as SQL Server would receive it, values inline (sqlglot parses
     SQLAlchemy's mssql output once post-compile parameters are rendered)."""
     return str(
         statement.compile(
@@ -132,7 +132,7 @@ UNPARSABLE_BATCHES: tuple[Unparsable, ...] = (
     Unparsable(
         name="daily-limit lock batch (shared/money/applock_sql.py mssql_applock_batch)",
         reason="a procedural batch: DECLARE, EXEC @result = sp_getapplock, IF … BEGIN … END and "
-        "THROW; sqlglot has no grammar for THROW (FACTS)",
+        "THROW; sqlglot has no grammar for THROW",
         pinned_by="tests/unit/test_applock_sql.py",
         statement=lambda: applock_sql.mssql_applock_batch().bindparams(
             resource=applock_sql.lock_resource("00000000-user"), timeout_ms=30000
@@ -146,7 +146,7 @@ UNPARSABLE_BATCHES: tuple[Unparsable, ...] = (
 
 @dataclass(frozen=True)
 class DialectTwins:
-    """One protocol's per-dialect statements (DESIGN §3). `others` builds the statements the
+    """One protocol's per-dialect statements (docs/database.md). `others` builds the statements the
     module sends PostgreSQL or SQLite (recognised at run time by their compiled text, and then not
     recompiled); `mssql` builds what it sends SQL Server, parsed by tests/unit/test_tsql_parse.py
     or listed in UNPARSABLE_BATCHES."""

@@ -1,4 +1,4 @@
-"""The API page (DESIGN §5, `GET /api/docs`): Swagger UI whose every asset the app serves itself
+"""The API page (docs/http.md, `GET /api/docs`): Swagger UI whose every asset the app serves itself
 from a package, so it renders with the network cut; on under `serve`, off under the Functions
 host unless `ApiDocs__Enabled` turns it on."""
 

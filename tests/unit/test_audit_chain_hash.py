@@ -1,5 +1,5 @@
 """AuditChain.compute_row_hash: an explicit, versioned field list, Id as element three, HMAC-SHA256
-under Audit__ChainKey chaining the previous row's hash (DESIGN §7, ADR-0052 D1, D4)."""
+under Audit__ChainKey chaining the previous row's hash (ADR-0052 D1, D4)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def _field(raw: bytes) -> bytes:
     return b"\x01" + len(raw).to_bytes(4, "big") + raw
 
 
+@pytest.mark.adr("0052", "D4")
 def test_the_v1_field_list_is_explicit_and_names_id_as_element_three() -> None:
     # ADR-0052 D4: giving a row another identity must break its hash.
     assert PAYLOAD_FIELDS[1][2] == "Id"

@@ -1,4 +1,4 @@
-"""DESIGN §8 and docs/cli.md: `azurebank` answers a wrong command line with 64 and refused
+"""docs/cli.md: `azurebank` answers a wrong command line with 64 and refused
 settings with 78, naming the key and the fix — never a traceback."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Contract audit, DESIGN §8 and docs/cli.md: bad input to every option of `users add` is a
+"""Contract audit of docs/cli.md: bad input to every option of `users add` is a
 clear message and exit 64, never a traceback; what it accepts it can store on every dialect
 (Numeric(18,4), AspNetUsers' column lengths) and use afterwards (an address a notice can carry,
 a password the API accepts at PIN enrolment)."""

@@ -1,5 +1,5 @@
-"""Contract audit, DESIGN §6: the announcement line of each hosted runner, character for
-character with the defaults of §4, and with the target by its key, never its path."""
+"""Contract audit, docs/operations.md: the announcement line of each hosted runner, character for
+character with the defaults of docs/settings.md, and with the target by its key, never its path."""
 
 from __future__ import annotations
 

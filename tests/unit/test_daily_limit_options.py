@@ -10,6 +10,8 @@ import pytest
 
 from shared.settings import MONEY_MAX, SettingsError, load_settings
 
+pytestmark = pytest.mark.adr("0050", "D6")
+
 
 def test_the_defaults_are_5000_and_10_seconds() -> None:
     settings = load_settings({})

@@ -1,6 +1,6 @@
 """compose.yaml and .github/workflows/ci.yml: nothing here runs Docker or GitHub Actions, so
-their schemas (tests/integration/checkout/test_compose_and_ci_schemas.py) and the few values the
-README promises, read here, are what keep them from rotting."""
+their schemas (checked by scripts/test.sh with check-jsonschema's built-in copies) and the few
+values the README promises, read here, are what keep them from rotting."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN §3: driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
+"""Driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
 ran out (ADR-0050 D5: the 503 LOCK_TIMEOUT, never the 422), a race the server rolled back (the
 money retry's), and a database that cannot be reached; every other error is none of them."""
 
@@ -23,7 +23,8 @@ MSSQL_APPLOCK_REFUSED = Exception(
 )
 
 
-def test_d5_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
+@pytest.mark.adr("0050", "D5")
+def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
     lock = DriverFault.LOCK_TIMEOUT
     assert driver_fault(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql") is lock
     assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is not lock

@@ -1,4 +1,4 @@
-"""DESIGN §3: a SQL Server URL without a password signs in with an Entra access token, handed to
+"""A SQL Server URL without a password signs in with an Entra access token, handed to
 ODBC Driver 18 before connecting as SQL_COPT_SS_ACCESS_TOKEN.
 
 No network and no SQL Server: the engine is built (building never connects), then asked for a

@@ -42,7 +42,7 @@ def test_the_announcement_names_the_runner_schedule_lease_batch_and_target(
         f"Notice relay: live as {host.runner}, schedule 30 */5 * * * *, lease 120s, "
         "batch 25, into pickup directory (Notices__PickupDirectory)"
     )
-    # DESIGN §6: function/{host}/{pid}/{8 hex}, the name a reader matches against LeasedBy.
+    # `function/{host}/{pid}/{8 hex}`, the name a reader matches against LeasedBy.
     assert re.fullmatch(r"function/[^/\s]+/\d+/[0-9a-f]{8}", host.runner)
     assert str(tmp_path) not in line  # the target by its key, never its path
 
@@ -74,6 +74,7 @@ class Counting:
         return "summary"
 
 
+@pytest.mark.adr("0051", "D1")
 def test_a_late_tick_is_a_warning_and_still_sweeps_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -87,8 +88,9 @@ def test_a_late_tick_is_a_warning_and_still_sweeps_once(
     assert "late (past due)" in warning.getMessage()
 
 
+@pytest.mark.adr("0051", "D4")
 @pytest.mark.parametrize("runner", ["None", "Api"])
-def test_d4_not_named_every_tick_returns_at_once(
+def test_not_named_every_tick_returns_at_once(
     runner: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ADR-0051 D4: when the flag does not name the Function, every tick returns at once."""
@@ -101,7 +103,8 @@ def test_d4_not_named_every_tick_returns_at_once(
     ]
 
 
-def test_d3_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
+@pytest.mark.adr("0051", "D3")
+def test_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
     """ADR-0051 D3: the Function host refuses a partial Notices set itself."""
     settings = load_settings(
         {

@@ -1,4 +1,4 @@
-"""DESIGN §2: the named HTTP Functions and the FastAPI app's routes are the same set, so every
+"""The named HTTP Functions and the FastAPI app's routes are the same set, so every
 operation reachable under uvicorn is reachable (and can be disabled by name) on Azure."""
 
 from __future__ import annotations

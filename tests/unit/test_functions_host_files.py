@@ -1,4 +1,4 @@
-"""The Functions host's files (DESIGN §2): host.json and local.settings.sample.json as shipped."""
+"""The Functions host's files: host.json and local.settings.sample.json as shipped."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_host_json_is_version_2_with_the_v4_extension_bundle_and_the_api_route_p
         "id": "Microsoft.Azure.Functions.ExtensionBundle",
         "version": "[4.*, 5.0.0)",
     }
-    # The FastAPI routes carry /api because the ASGI path is the full URL path (FACTS).
+    # The FastAPI routes carry /api because the ASGI path is the full URL path.
     assert host["extensions"]["http"]["routePrefix"] == "api"
     levels = host["logging"]["logLevel"]
     assert levels["default"] == "Information"
@@ -55,7 +55,7 @@ def test_the_sample_settings_name_every_key_the_settings_model_reads() -> None:
     for section, field in Settings.model_fields.items():
         assert field.annotation is not None
         for key in field.annotation.model_fields:
-            # DESIGN §4: the storage connection string is the bare section name.
+            # The storage connection string is the bare section name.
             expected.add(
                 section
                 if (section, key) == ("NoticesStorage", "ConnectionString")

@@ -1,4 +1,4 @@
-"""The identity operations are named Functions handing to the one FastAPI app (DESIGN §2, §5):
+"""The identity operations are named Functions handing to the one FastAPI app (docs/http.md):
 `accounts`, and `pin_enrol` / `pin_change` as two Functions on one route told apart by method;
 and the OpenAPI document declares each status and errorCode they can answer as problem+json."""
 
@@ -32,7 +32,7 @@ def test_every_operation_is_a_fastapi_route_of_the_same_name_route_and_methods()
     }
     for op in OPERATIONS:
         assert routes[op.name] == (f"/api/{op.route}", sorted(op.methods))
-    # DESIGN §2: the Function routes and the FastAPI routes are the same set.
+    # The Function routes and the FastAPI routes are the same set.
     # The OpenAPI document and the API page (docs_page.py) are no operation.
     pages = {"openapi", "docs", "docs_asset"}
     assert {n for n in routes if n not in pages} == {op.name for op in OPERATIONS}

@@ -1,5 +1,5 @@
-"""Passwords and PINs in the ASP.NET Core Identity V3 format (DESIGN §7), pinned against the
-vectors .NET's own PasswordHasher produces and verifies: dotnet/aspnetcore,
+"""Passwords and PINs in the ASP.NET Core Identity V3 format (docs/security.md#pins-and-passwords),
+pinned against the vectors .NET's own PasswordHasher produces and verifies: dotnet/aspnetcore,
 src/Identity/test/Identity.Test/PasswordHasherTest.cs (password "my password"; the hasher's RNG
 there is sequential, so the salt is bytes 00..0F)."""
 

@@ -1,4 +1,4 @@
-"""DESIGN §5: money arrives as a JSON number with at most two decimals, above 0 and at most
+"""Money arrives as a JSON number with at most two decimals, above 0 and at most
 100000 (ADR-0046), and is parsed as Decimal from the digits sent — never through a float."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def test_a_third_decimal_digit_is_refused(amount: Decimal) -> None:
         _parse(str(amount))
 
 
+@pytest.mark.adr("0046")
 @given(st.decimals(min_value=Decimal("100000.01"), max_value=Decimal(10) ** 20, places=2))
 def test_above_the_published_maximum_is_refused(amount: Decimal) -> None:
     with pytest.raises(ValidationError):

@@ -1,4 +1,4 @@
-"""DESIGN §3: the claim's SQL per dialect, pinned by compiling it (no server, no driver).
+"""The claim's SQL per dialect, pinned by compiling it (no server, no driver).
 
 The SQL Server text is compiled on `sqlalchemy.dialects.mssql.dialect()`, which needs no pyodbc:
 the T-SQL is pinned on every machine even though the SQL Server suite is opt-in.
@@ -40,7 +40,7 @@ def test_the_sql_server_claim_reads_past_locked_rows_under_update_locks_in_one_u
         "free.[LeasedUntil] <= :now) ORDER BY free.[CreatedAt], free.[Id])"
     ) in sql
     assert MSSQL_CLAIM_HINT == "WITH (UPDLOCK, READPAST, ROWLOCK)"
-    # FACTS: with_for_update renders nothing on mssql; the hint is the only lock clause.
+    # with_for_update renders nothing on mssql; the hint is the only lock clause.
     assert "FOR UPDATE" not in sql
 
 

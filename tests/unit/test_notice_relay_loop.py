@@ -27,6 +27,8 @@ from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.support.hosts import hosted, relay_environ
 
+pytestmark = pytest.mark.adr("0048", "D1")
+
 RELAY_LOGGER = "azurebank.notices.relay"
 # Generous bounds: the machine is shared and slow; nothing here asserts speed.
 WAIT = 20.0
@@ -61,7 +63,7 @@ async def _until(predicate: Any, timeout: float = WAIT) -> None:
         await asyncio.sleep(0.05)
 
 
-def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
+def test_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
     sweep = RecordingSweep()
     service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
 
@@ -79,7 +81,7 @@ def test_d1_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> Non
     assert sweep.calls[1] - sweep.calls[0] >= 0.5
 
 
-def test_d1_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
+def test_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     sweep = RecordingSweep()
     service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
 
@@ -91,7 +93,7 @@ def test_d1_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     assert sweep.threads and sweep.threads[0] != loop_thread
 
 
-def test_d1_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_next_period_sweeps(
+def test_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_next_period_sweeps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A real sweep on a database file that cannot be opened: it fails as a whole every period.
@@ -120,7 +122,7 @@ def test_d1_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_nex
     assert all("someone-secret" not in r.getMessage() for r in caplog.records)
 
 
-def test_d1_cancellation_is_absorbed_as_shutdown(
+def test_cancellation_is_absorbed_as_shutdown(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     service = NoticeRelayService(
@@ -168,7 +170,7 @@ def test_stopping_waits_for_a_sweep_already_on_its_thread(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("runner", ["None", "Function"])
-def test_d1_an_api_host_the_flag_does_not_name_logs_the_flag_and_never_sweeps(
+def test_an_api_host_the_flag_does_not_name_logs_the_flag_and_never_sweeps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, runner: str
 ) -> None:
     sweep = RecordingSweep()
@@ -193,7 +195,7 @@ def test_d1_an_api_host_the_flag_does_not_name_logs_the_flag_and_never_sweeps(
     ]
 
 
-def test_d1_http_is_answered_while_a_sweep_is_delivering(tmp_path: Path) -> None:
+def test_http_is_answered_while_a_sweep_is_delivering(tmp_path: Path) -> None:
     # The sweep blocks its thread until the test has had an HTTP answer: were the sweep on the
     # event loop, the request below could not be served and the test would time out.
     entered = threading.Event()

@@ -1,4 +1,4 @@
-"""DESIGN §6: a notice is an RFC 5322 message from the standard library; what makes an address
+"""A notice is an RFC 5322 message from the standard library; what makes an address
 usable; the runner's name (ADR-0048 D5)."""
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def test_a_notice_is_an_rfc5322_message_with_to_subject_date_and_a_message_id_fr
     assert msg["Message-ID"] == message_id(NOTICE_ID) == f"<{NOTICE_ID}@notices.azurebank>"
 
 
+@pytest.mark.adr("0048", "D6")
 def test_the_body_names_the_event_its_utc_time_the_reference_and_the_contact() -> None:
     body = _render(NoticeKind.PIN_CHANGED).get_content()
     assert "PIN of your AzureBank account was changed" in body
@@ -91,6 +92,7 @@ def test_a_plain_addr_spec_is_usable(raw: str) -> None:
     assert address_problem(raw) is None
 
 
+@pytest.mark.adr("0048", "D5")
 @pytest.mark.parametrize("kind", ["api", "function", "verb"])
 def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     name = make_runner_name(kind)  # type: ignore[arg-type]
@@ -203,7 +205,7 @@ def test_every_notice_is_the_bytes_the_stock_email_policy_writes(
     occurred_at: datetime,
     now: datetime,
 ) -> None:
-    """DESIGN §6: the message is the standard library's, whichever way the renderer writes it
+    """The message is the standard library's, whichever way the renderer writes it
     (directly for a plain address and contact, through the email package otherwise)."""
     rendered = render_notice(
         notice_id=notice_id,

@@ -1,4 +1,4 @@
-"""DESIGN §5: each refusal is declared once, on its class; an operation's OpenAPI responses,
+"""Each refusal is declared once, on its class; an operation's OpenAPI responses,
 their extension members and headers (Retry-After, WWW-Authenticate) are derived from the refusal
 classes the operation lists (api_funcs/problem_docs.py), so the document follows the classes."""
 

@@ -1,4 +1,4 @@
-"""DESIGN §4: every bad setting is refused with the key as an operator spells it and the fix.
+"""Every bad setting is refused with the key as an operator spells it and the fix.
 
 An unknown runner, a non-number period, out-of-range batch, lease and
 period, a bad database URL — each message names `Section__Key` and says "Fix:".

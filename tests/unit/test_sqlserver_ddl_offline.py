@@ -1,6 +1,6 @@
-"""DESIGN §3, §6: the SQL Server DDL, generated offline for the mssql dialect, carries the
-lease check and the filtered index over owed rows (DESIGN §6) — with no server, and without
-pyodbc, which cannot even be imported where unixODBC is missing (FACTS)."""
+"""The SQL Server DDL, generated offline for the mssql dialect, carries the
+lease check and the filtered index over owed rows (shared/db/schema.py) — with no server, and
+without pyodbc, which cannot even be imported where unixODBC is missing."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_the_offline_ddl_is_returned_not_printed(capsys: pytest.CaptureFixture[s
 
 
 def test_every_statement_of_the_sql_server_ddl_parses_as_t_sql(ddl: str) -> None:
-    """DESIGN §3: the migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
+    """The migrations' SQL Server DDL parses with sqlglot's T-SQL dialect, statement by
     statement (tests/support/tsql_parse.py counts them with the executed statements)."""
     assert tsql_parse.check_ddl(ddl) >= 20
 

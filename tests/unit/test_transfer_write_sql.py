@@ -107,7 +107,7 @@ def test_sql_server_writes_every_row_in_one_batch_in_lock_order_and_answers_the_
 
 
 def test_neither_form_commits_begins_or_throws_only_the_boundary_commits() -> None:
-    """DESIGN §2: the caller judges the counts and its unit of work rolls back what a losing
+    """The caller judges the counts and its unit of work rolls back what a losing
     write left; a batch that committed (or began a transaction of its own) would break that."""
     for clause in (
         mssql_transfer_write(with_success=True),

@@ -1,4 +1,4 @@
-"""The initial schema: every table of DESIGN §3, in the API's EF names.
+"""The initial schema: every table, in the API's EF names (docs/database.md).
 
 Revision ID: 0001
 Revises:
@@ -18,7 +18,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Every table, index and constraint of DESIGN §3.
+    """Every table, index and constraint.
     Longer than any other function: it is the schema's one list of DDL, a table a call."""
     op.create_table(
         "AspNetUsers",

@@ -1,7 +1,7 @@
 """AuditChain.append on real databases: the Id it returns is the row's (ADR-0052 D5), Sequence is
 contiguous and the chain unforked under concurrent appends, because every append takes the tail
-lock (DESIGN §7). The control (`AZUREBANK_RUN_CONTROLS=1`) runs the same test with an append that
-reads the tail without the lock, and must fail."""
+lock (docs/architecture.md#lock-order). The control (`AZUREBANK_RUN_CONTROLS=1`) runs the same test
+with an append that reads the tail without the lock, and must fail."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ class ChainWithoutTheTailLock(AuditChain):
         return ChainTail(int(row[0]), bytes(row[1]))
 
 
+@pytest.mark.adr("0052", "D5")
 def test_append_returns_the_id_it_minted_and_chains_onto_the_tail(engine: Engine) -> None:
     chain, clock = AuditChain(KEY), FakeClock()
     with unit_of_work(engine) as session:

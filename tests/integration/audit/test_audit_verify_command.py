@@ -1,4 +1,4 @@
-"""`azurebank audit verify` as a real process (DESIGN §8): exit 0 on an intact chain;
+"""`azurebank audit verify` as a real process (docs/cli.md): exit 0 on an intact chain;
 each tamper kind — an edited field, a deleted row, a re-keyed Id (ADR-0052 D4), two rows swapped,
 a wrong key — exits 1 naming the row; a missing or invalid Audit__ChainKey exits 78 naming it."""
 
@@ -116,6 +116,7 @@ def test_deleted_rows_at_the_end_are_named_against_the_tail(fresh_postgres_url: 
     assert "BROKEN row 10: rows missing at the end (Sequence 9–10: deleted)" in done.stdout
 
 
+@pytest.mark.adr("0052", "D4")
 def test_a_re_keyed_id_exits_1_naming_the_row_by_its_new_id(fresh_postgres_url: str) -> None:
     # ADR-0052 D4: Id is element three, so giving a row another identity breaks its hash.
     build_chain(fresh_postgres_url)

@@ -1,4 +1,4 @@
-"""DESIGN §3: one schema, migrated up and down by Alembic on SQLite and PostgreSQL, and
+"""One schema, migrated up and down by Alembic on SQLite and PostgreSQL, and
 the migration builds exactly what shared/db/schema.py declares."""
 
 from __future__ import annotations

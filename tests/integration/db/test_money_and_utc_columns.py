@@ -1,4 +1,4 @@
-"""DESIGN §3: money is exact on every dialect (Numeric(18,4); on SQLite an integer of
+"""Money is exact on every dialect (Numeric(18,4); on SQLite an integer of
 ten-thousandths) and SUM stays exact; times are UTC, and a naive datetime is refused."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN §3 and docs/database.md: every column compared with outside input gives the same answer
+"""Every column compared with outside input gives the same answer
 on every dialect. SQL Server's default collation ignores case and trailing spaces; PostgreSQL and
 SQLite do neither, so each rule is decided once and pinned here on each database."""
 

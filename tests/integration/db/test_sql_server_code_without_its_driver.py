@@ -1,4 +1,4 @@
-"""DESIGN §3 and FACTS: the SQL Server code compiles and generates its T-SQL without pyodbc,
+"""docs/database.md: the SQL Server code compiles and generates its T-SQL without pyodbc,
 which cannot even be imported where unixODBC is missing, and importing the engine module builds
 no Entra credential. Each check runs in a fresh interpreter, so another test's import cannot
 hide one here."""

@@ -1,4 +1,4 @@
-"""DESIGN §3: SQLite connections enforce foreign keys, use WAL and wait on a busy database."""
+"""SQLite connections enforce foreign keys, use WAL and wait on a busy database."""
 
 from __future__ import annotations
 

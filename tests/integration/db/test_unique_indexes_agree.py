@@ -1,4 +1,4 @@
-"""DESIGN §3, docs/database.md: no unique index disagrees with the comparison the code makes on
+"""docs/database.md: no unique index disagrees with the comparison the code makes on
 its columns, on any dialect. Read from each dialect's own DDL: SQL Server's and PostgreSQL's as
 the migrations generate it offline, SQLite's as the migrated file stores it.
 
@@ -79,7 +79,7 @@ def _comparison(dialect: str, ddl: str, table: str, column: str) -> str:
     if re.search(r"(AS|GENERATED ALWAYS AS) \(upper\(", last):
         return "case-insensitive"  # holds folded values: a lookup folds its input alike
     if dialect == "mssql":
-        # Without COLLATE, the database's default: SQL_Latin1_General_CP1_CI_AS (FACTS).
+        # Without COLLATE, the database's default: SQL_Latin1_General_CP1_CI_AS.
         return "exact" if "_BIN2" in last else "case-insensitive"
     if dialect == "sqlite" and "COLLATE NOCASE" in last:
         return "case-insensitive"

@@ -1,4 +1,4 @@
-"""DESIGN §2: a cold instance imports only what indexing its Functions needs. FastAPI, the routes
+"""A cold instance imports only what indexing its Functions needs. FastAPI, the routes
 and the ORM come with the first request, PyJWT with the first token, a database driver with the
 first query; the blob and identity SDKs, Alembic, the JWKS machinery and a telemetry SDK only
 where the settings or the command ask for them. Not timed (bench/cold_start.py measures); this

@@ -1,4 +1,4 @@
-"""DESIGN §2: importing function_app.py opens nothing, and the host's indexing sees every
+"""Importing function_app.py opens nothing, and the host's indexing sees every
 Function."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.support.hosts import CHAIN_KEY
 @pytest.fixture(scope="module")
 def indexed() -> dict[str, Any]:
     """What the host's indexing reads, from a fresh interpreter: get_functions() may run once per
-    process (FACTS); sockets and SQLAlchemy connections are watched from before the import."""
+    process; sockets and SQLAlchemy connections are watched from before the import."""
     port = unused_port()
     code = textwrap.dedent(
         """
@@ -82,14 +82,14 @@ def test_every_operation_is_one_named_http_function_with_its_route_methods_and_a
         assert trigger["route"] == op.route
         assert sorted(trigger["methods"]) == sorted(op.methods)
         assert trigger["authLevel"] == op.auth_level.name
-        # DESIGN §5: every /api operation but health and ready carries authLevel function; the
+        # Every /api operation but health and ready carries authLevel function; the
         # API page and its document are pages, anonymous (the app answers 404 while it is off).
         anonymous = {"health", "ready", *(page.name for page in PAGES)}
         expected = "ANONYMOUS" if op.name in anonymous else "FUNCTION"
         assert trigger["authLevel"] == expected, op.name
 
 
-# DESIGN §2, §5: the identity operations, `pin_enrol` and `pin_change` two Functions on one
+# The identity operations, `pin_enrol` and `pin_change` two Functions on one
 # route told apart by method.
 IDENTITY_OPERATIONS = {
     "accounts": ("accounts", ["GET"]),

@@ -1,8 +1,8 @@
-"""DESIGN §2, ADR-0051: the metadata the Functions host reads, through the library's own
+"""ADR-0051: the metadata the Functions host reads, through the library's own
 indexing (`app.get_functions()`): the timer on `%Notices__Schedule%` with `useMonitor`, every
 HTTP Function's route, and unique function names.
 
-FACTS: `get_functions()` may be called once per process, so it runs once, in a fresh
+`get_functions()` may be called once per process, so it runs once, in a fresh
 interpreter, for the whole session.
 """
 
@@ -96,7 +96,7 @@ _START_NAMED = textwrap.dedent(
 def test_importing_function_app_named_as_the_runner_opens_no_database_connection(
     tmp_path: Path,
 ) -> None:
-    # DESIGN §2: the host's start validates and announces, but the engine waits for the first
+    # The host's start validates and announces, but the engine waits for the first
     # tick. SQLAlchemy's hook sees every attempt (psycopg connects through libpq, not Python).
     pickup = tmp_path / "pickup"
     pickup.mkdir()

@@ -120,7 +120,7 @@ CASES = (
     ),
     # ADR-0051 D3: only the Function host asks about the schedule and insists on a database.
     Case("no-database", "Database__Url", ("function",), drop=("Database__Url",)),
-    # DESIGN §4: the hosts that write audit rows (PIN, transfers) refuse to start without the key.
+    # The hosts that write audit rows (PIN, transfers) refuse to start without the key.
     Case("no-audit-chain-key", "Audit__ChainKey", ("function", "serve"), drop=("Audit__ChainKey",)),
     Case(
         "schedule-five-fields",
@@ -200,8 +200,9 @@ def _refusal_message(
     return err
 
 
+@pytest.mark.adr("0048", "D6")
 @pytest.mark.parametrize(("case", "host"), PARAMS)
-def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_fix(
+def test_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_fix(
     case: Case,
     host: str,
     tmp_path: Path,
@@ -252,9 +253,8 @@ def test_d6_a_partial_or_out_of_range_set_stops_the_host_naming_the_key_and_the_
         ),
     ],
 )
-def test_d3_each_host_asks_only_about_itself(
-    host: str, env: dict[str, str], tmp_path: Path
-) -> None:
+@pytest.mark.adr("0051", "D3")
+def test_each_host_asks_only_about_itself(host: str, env: dict[str, str], tmp_path: Path) -> None:
     """ADR-0051 D3: a host asks the relay's settings only about itself."""
     settings_env = {
         "Database__Url": f"sqlite:///{tmp_path / 'never-opened.db'}",
@@ -270,7 +270,7 @@ def test_d3_each_host_asks_only_about_itself(
 
 
 def _sample_values() -> dict[str, str]:
-    # The sample ships with the app (DESIGN §2): a missing file is a failure, never a skip.
+    # The sample ships with the app: a missing file is a failure, never a skip.
     values: dict[str, str] = json.loads(SAMPLE.read_text(encoding="utf-8"))["Values"]
     return values
 

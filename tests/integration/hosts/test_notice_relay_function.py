@@ -70,6 +70,7 @@ def _relay_lines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["name"].startswith("azurebank.notices")]
 
 
+@pytest.mark.adr("0051", "D1")
 def test_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_logged(
     sqlite_url: str, pickup: Path
 ) -> None:
@@ -97,8 +98,9 @@ def test_when_named_each_invocation_runs_one_sweep_and_a_late_tick_is_logged(
     assert on_time["files"] == late["files"]
 
 
+@pytest.mark.adr("0051", "D4")
 @pytest.mark.parametrize("runner", ["None", "Api"])
-def test_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
+def test_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
     runner: str, sqlite_url: str, pickup: Path
 ) -> None:
     """ADR-0051 D4: a Function the flag does not name logs the flag once and never sweeps."""
@@ -116,7 +118,8 @@ def test_d4_when_not_named_the_flag_is_logged_once_and_no_invocation_sweeps(
     assert notice_row(sqlite_url, notice).DeliveredAt is None
 
 
-def test_d1_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_tick_delivers(
+@pytest.mark.adr("0048", "D1")
+def test_a_sweep_that_fails_whole_is_logged_at_error_and_the_next_tick_delivers(
     sqlite_url: str, pickup: Path
 ) -> None:
     """ADR-0048 D1: the catch-all per sweep, logged at Error; the next tick delivers."""

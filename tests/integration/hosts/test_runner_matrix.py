@@ -60,8 +60,9 @@ def _delivered(db_url: str, pickup: Path, notice_id: uuid.UUID) -> bool:
     return on_disk
 
 
+@pytest.mark.adr("0048", "D1")
 @pytest.mark.parametrize("runner", ["None", "Api", "Function"])
-def test_d1_exactly_the_host_the_flag_names_delivers(
+def test_exactly_the_host_the_flag_names_delivers(
     runner: str, db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     pickup = tmp_path / "pickup"
@@ -92,7 +93,8 @@ def test_d1_exactly_the_host_the_flag_names_delivers(
     ("host", "runner"),
     [("function", "None"), ("function", "Api"), ("serve", "None"), ("serve", "Function")],
 )
-def test_d4_a_host_not_named_returns_at_once_without_touching_the_database(
+@pytest.mark.adr("0051", "D4")
+def test_a_host_not_named_returns_at_once_without_touching_the_database(
     host: str,
     runner: str,
     tmp_path: Path,

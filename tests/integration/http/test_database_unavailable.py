@@ -1,5 +1,5 @@
 """A database the host cannot reach is 503 DATABASE_UNAVAILABLE with Retry-After, not a 500
-(DESIGN §5: no input yields a 500; the client may retry). Logged at Error by the exception's
+(docs/http.md: no input yields a 500; the client may retry). Logged at Error by the exception's
 type only: a driver's text holds SQL and, on PostgreSQL, values (a constraint's DETAIL shows the
 failing row whatever hide_parameters says). No database error leaves the app for the server to
 log: uvicorn prints an escaped exception's whole text.

@@ -1,4 +1,4 @@
-"""DESIGN §5, over every string and amount input of every operation with one, on SQLite and
+"""docs/http.md, over every string and amount input of every operation with one, on SQLite and
 PostgreSQL (`db_url`): hypothesis sends arbitrary text (lone surrogates, NUL, RTL and combining
 marks, zero-width characters, up to 10,000 characters; and near misses of the right value) for
 each string field and the Idempotency-Key header, and arbitrary JSON numbers (huge and tiny
@@ -163,7 +163,7 @@ AMOUNT = st.one_of(
 
 
 def amount_value(text: str) -> Decimal | None:
-    """The amount a JSON number's text is, when DESIGN §5 allows it: above 0, at most 100000,
+    """The amount a JSON number's text is, when docs/http.md allows it: above 0, at most 100000,
     at most two decimals (of its value: 1.000 is 1)."""
     if text in ("NaN", "Infinity", "-Infinity"):
         return None

@@ -1,4 +1,4 @@
-"""Money travels as a JSON number (DESIGN §5) whose digits are exactly the Decimal the server
+"""Money travels as a JSON number (docs/http.md) whose digits are exactly the Decimal the server
 holds, however many there are: a float keeps about 15 significant digits, so a balance of
 99999999999999.99 (within Accounts.Balance's Numeric(18,4)) rendered through one came out as
 99999999999999.98. On SQLite and PostgreSQL, the large balance set directly in the database."""

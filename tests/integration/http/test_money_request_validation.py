@@ -1,5 +1,5 @@
-"""DESIGN §5: a malformed money request is 400 VALIDATION_FAILED naming the offending fields, never
-a 500; and no PIN appears in a response body or a log line (DESIGN house rules, ADR-0017)."""
+"""A malformed money request is 400 VALIDATION_FAILED naming the offending fields, never
+a 500; and no PIN appears in a response body or a log line (ADR-0017)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DESIGN §5: no input ever produces a 500. PostgreSQL's text cannot hold a NUL character, so a
+"""No input ever produces a 500. PostgreSQL's text cannot hold a NUL character, so a
 payee's AzureTag with one, looked up as sent, failed in the driver (500 on PostgreSQL, 404 on
 SQLite). No customer can have such a tag, so the body refuses it: 400 VALIDATION_FAILED naming
 the field, the same on every database, and the document's pattern says so."""

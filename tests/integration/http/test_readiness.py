@@ -1,4 +1,4 @@
-"""`GET /api/health/ready` (DESIGN §5): anonymous, touching no secret, naming each check ok or
+"""`GET /api/health/ready` (docs/http.md): anonymous, touching no secret, naming each check ok or
 failing and nothing more; 200 when every check holds, 503 naming the one that does not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN §5: a body that is not JSON is 400 VALIDATION_FAILED naming the body, on every
+"""A body that is not JSON is 400 VALIDATION_FAILED naming the body, on every
 operation that takes one, never another code or a 500. (Found by the schemathesis run: the PIN
 routes answered bytes that are not UTF-8 with FastAPI's generic 400 HTTP_ERROR, a code their
 document does not declare, because only the money routes read bodies through
@@ -15,7 +15,7 @@ from tests.support.hosts import api_client, host_settings
 from tests.support.tokens import bearer
 from tests.support.users import make_user
 
-# Every operation of DESIGN §5 with a request body.
+# Every operation of docs/http.md with a request body.
 WITH_A_BODY = [
     ("POST", "/api/pin"),
     ("PUT", "/api/pin"),

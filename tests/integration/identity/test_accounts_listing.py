@@ -1,4 +1,4 @@
-"""`GET /api/accounts` (DESIGN §5): the caller's accounts, closed ones included, balance a JSON
+"""`GET /api/accounts` (docs/http.md): the caller's accounts, closed ones included, balance a JSON
 number; nobody else's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DESIGN §5, bearer tokens: the bearer matrix on `GET /api/accounts` gives 200 only for the valid
+"""The bearer matrix on `GET /api/accounts` gives 200 only for the valid
 token, on a local host (HS256 under Auth__SigningKey) and on a production-shaped host (RS256
 keys from a JWKS document served by a real HTTP server on 127.0.0.1). Every refusal is the same
 401 UNAUTHENTICATED body, saying nothing about why."""
@@ -129,7 +129,7 @@ def test_the_jwks_matrix_gives_200_only_for_the_valid_rs256_token_and_refuses_hs
     user = make_user(sqlite_url, clock)
     environ = host_environ(sqlite_url, Auth__JwksUrl=jwks_url, Auth__Issuer=ISSUER)
     environ["Auth__Audience"] = AUDIENCE
-    del environ["Auth__SigningKey"]  # refused beside a JWKS URL (DESIGN §4)
+    del environ["Auth__SigningKey"]  # refused beside a JWKS URL (docs/settings.md)
     leak_watch.start()
 
     def sign(claims: dict[str, Any]) -> str:

@@ -66,7 +66,7 @@ def host(server: JwksServer, rsa_key: rsa.RSAPrivateKey) -> Host:
 def _environ(url: str, **overrides: str) -> dict[str, str]:
     environ = host_environ("sqlite://", Auth__JwksUrl=url, Auth__Issuer=ISSUER)
     environ["Auth__Audience"] = AUDIENCE
-    del environ["Auth__SigningKey"]  # refused beside a JWKS URL (DESIGN §4)
+    del environ["Auth__SigningKey"]  # refused beside a JWKS URL (docs/settings.md)
     environ.update(overrides)
     return environ
 

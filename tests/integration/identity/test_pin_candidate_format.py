@@ -1,4 +1,5 @@
-"""A candidate PIN or password can only be the secret when it has the secret's form (DESIGN §7).
+"""A candidate PIN or password can only be the secret when it has the secret's form
+(docs/security.md#pins-and-passwords).
 
 PBKDF2-HMAC pads a key shorter than the hash's block with zero bytes, so "4821\\0" derives the
 same key as "4821": checked by the hash alone, a PIN with a trailing NUL (or any number of them)

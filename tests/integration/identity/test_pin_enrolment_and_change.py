@@ -1,7 +1,7 @@
-"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (DESIGN §5, §7): each
-success leaves exactly one audit row and one owed notice naming it (ADR-0052 D5);
-a failure injected after the audit row and before the commit leaves nothing; the lockout runs on
-the injected clock; no secret reaches a log record or a body."""
+"""`POST /api/pin` and `PUT /api/pin` through HTTP, on SQLite and PostgreSQL (docs/http.md,
+docs/security.md): each success leaves exactly one audit row and one owed notice naming it (ADR-0052
+D5); a failure injected after the audit row and before the commit leaves nothing; the lockout runs
+on the injected clock; no secret reaches a log record or a body."""
 
 from __future__ import annotations
 
@@ -122,6 +122,8 @@ def _problem(response: Any, status: int, code: str) -> dict[str, Any]:
 # --- ADR-0052 D5: one save, one audit row, one notice naming it --------------------------------
 
 
+@pytest.mark.adr("0045", "D1")
+@pytest.mark.adr("0052", "D1", "D5")
 def test_enrolment_writes_the_pin_one_audit_row_and_one_owed_notice_naming_it(
     caller: Caller, clock: FakeClock
 ) -> None:
@@ -136,6 +138,8 @@ def test_enrolment_writes_the_pin_one_audit_row_and_one_owed_notice_naming_it(
     assert state["chain_intact"]
 
 
+@pytest.mark.adr("0047")
+@pytest.mark.adr("0052", "D5")
 def test_a_change_adds_exactly_one_audit_row_and_one_notice_naming_it(
     caller: Caller, clock: FakeClock
 ) -> None:
@@ -181,6 +185,7 @@ def failure_before_commit_after_the_audit_row() -> Iterator[list[str]]:
         event.remove(Session, "after_flush", note)
 
 
+@pytest.mark.adr("0045", "D1")
 def test_a_failure_after_the_audit_row_leaves_no_enrolment_no_audit_row_and_no_notice(
     caller: Caller,
 ) -> None:
@@ -195,6 +200,7 @@ def test_a_failure_after_the_audit_row_leaves_no_enrolment_no_audit_row_and_no_n
     assert after["tail"] == before["tail"] and after["chain_intact"]
 
 
+@pytest.mark.adr("0045", "D1")
 def test_a_failure_after_the_audit_row_leaves_no_change_no_audit_row_and_no_notice(
     caller: Caller,
 ) -> None:
@@ -210,7 +216,7 @@ def test_a_failure_after_the_audit_row_leaves_no_change_no_audit_row_and_no_noti
     assert after["tail"] == before["tail"] and after["chain_intact"]
 
 
-# --- the enrolment's rungs (DESIGN §5: 401 · 409 · 400) ---------------------------------------
+# --- the enrolment's rungs (docs/http.md: 401 · 409 · 400) ---------------------------------------
 
 
 def test_a_wrong_password_is_401_invalid_password_and_writes_nothing(caller: Caller) -> None:
@@ -263,7 +269,7 @@ def test_a_body_that_is_not_json_is_400(caller: Caller) -> None:
     _problem(response, 400, "VALIDATION_FAILED")
 
 
-# --- the change's rungs (DESIGN §5: 422 · 429 · 401) ------------------------------------------
+# --- the change's rungs (docs/http.md: 422 · 429 · 401) ------------------------------------------
 
 
 @pytest.mark.parametrize("current", [None, "", "   "])
@@ -292,7 +298,7 @@ def test_a_malformed_new_pin_is_400_and_spends_no_attempt(caller: Caller) -> Non
     assert caller.state()["count"] == 0
 
 
-# --- the lockout, on the injected clock (DESIGN §7) -------------------------------------------
+# --- the lockout, on the injected clock (docs/security.md) ----------------------------------------
 
 
 def test_five_wrong_pins_lock_the_sixth_right_pin_is_429_and_after_pin_lockout_end_it_works(
@@ -318,6 +324,7 @@ def test_five_wrong_pins_lock_the_sixth_right_pin_is_429_and_after_pin_lockout_e
     assert [a[1] for a in after["audits"]] == ["PinEnrolled", "PinChanged"]
 
 
+@pytest.mark.adr("0044")
 def test_refusals_write_no_audit_row_and_owe_no_notice(caller: Caller) -> None:
     # ADR-0044: refusals are log-only, no audit row.
     assert caller.enrol({"password": PASSWORD, "pin": PIN}).status_code == 201

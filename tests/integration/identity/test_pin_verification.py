@@ -1,4 +1,4 @@
-"""verify_pin, the step-up PIN check (DESIGN §5, §7; PSD2 RTS Art. 4): its rungs, the durable
+"""verify_pin, the step-up PIN check (docs/security.md#pins-and-passwords): its rungs, the durable
 count, the lockout on the injected clock, and the reservation that caps concurrent guesses. The
 control (`AZUREBANK_RUN_CONTROLS=1`) runs the concurrency test with a read-then-verify check."""
 

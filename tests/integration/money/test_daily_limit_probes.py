@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
+import pytest
 from sqlalchemy import func, select, update
 
 from shared.db.engine import get_engine
@@ -55,7 +56,9 @@ def _use(bank: Bank, who: User, amount: int, payee: User) -> None:
     bank.pay(who, amount, payee)
 
 
-def test_a1_over_limit_mint_with_wrong_pin_answers_422_three_times_and_spends_no_attempt(
+@pytest.mark.adr("0050", "A1", "D4.1")
+@pytest.mark.adr("0049", "D4")
+def test_over_limit_mint_with_wrong_pin_answers_422_three_times_and_spends_no_attempt(
     db_url: str,
 ) -> None:
     """A1 / D4.1: the daily check sits before the PIN, so the wrong PIN is never tried."""
@@ -76,7 +79,8 @@ def test_a1_over_limit_mint_with_wrong_pin_answers_422_three_times_and_spends_no
         assert bank.mint(alice, 100, bob).status_code == 201  # A1.4
 
 
-def test_a2_the_bound_is_inclusive_used_4000_mint_1000_01_refused_mint_1000_issued(
+@pytest.mark.adr("0050", "A2", "D4.1")
+def test_the_bound_is_inclusive_used_4000_mint_1000_01_refused_mint_1000_issued(
     db_url: str,
 ) -> None:
     with open_bank(db_url) as bank:
@@ -92,7 +96,9 @@ def test_a2_the_bound_is_inclusive_used_4000_mint_1000_01_refused_mint_1000_issu
         assert bank.mint(alice, 1000, bob).status_code == 201  # A2.4
 
 
-def test_a3_the_mint_does_not_reserve_and_a_refused_spend_is_re_evaluated_not_replayed(
+@pytest.mark.adr("0050", "A3", "D4.1", "D4.3")
+@pytest.mark.adr("0009")
+def test_the_mint_does_not_reserve_and_a_refused_spend_is_re_evaluated_not_replayed(
     db_url: str,
 ) -> None:
     """A3 and ADR-0009: a refusal is never stored, so B's key again answers 422 afresh."""
@@ -119,7 +125,8 @@ def test_a3_the_mint_does_not_reserve_and_a_refused_spend_is_re_evaluated_not_re
         assert _status_of(db_url, auth_b) == AuthorizationStatus.PENDING.value
 
 
-def test_a4_daily_before_balance_on_the_transfer_and_the_mint_has_no_balance_rung(
+@pytest.mark.adr("0050", "A4", "D4")
+def test_daily_before_balance_on_the_transfer_and_the_mint_has_no_balance_rung(
     db_url: str,
 ) -> None:
     with open_bank(db_url) as bank:
@@ -150,7 +157,9 @@ def test_a4_daily_before_balance_on_the_transfer_and_the_mint_has_no_balance_run
         assert "remaining" not in funds
 
 
-def test_a5_an_exhausted_day_still_allows_internal_transfer_withdrawal_and_deposit(
+@pytest.mark.adr("0050", "A5", "D2")
+@pytest.mark.adr("0056")
+def test_an_exhausted_day_still_allows_internal_transfer_withdrawal_and_deposit(
     db_url: str,
 ) -> None:
     """A5 / D2: internal transfers, withdrawals (ADR-0056) and inflows are not counted."""
@@ -173,7 +182,8 @@ def test_a5_an_exhausted_day_still_allows_internal_transfer_withdrawal_and_depos
         assert bank.allowance(alice)["used"] == 5000  # none of the three counted
 
 
-def test_a6_a_closed_accounts_outflow_still_counts_and_the_day_ends_at_exactly_5000(
+@pytest.mark.adr("0050", "A6", "D3")
+def test_a_closed_accounts_outflow_still_counts_and_the_day_ends_at_exactly_5000(
     db_url: str,
 ) -> None:
     """A6 / D3: no IsDeleted filter; money that left a drained-then-closed account left today."""
@@ -190,7 +200,9 @@ def test_a6_a_closed_accounts_outflow_still_counts_and_the_day_ends_at_exactly_5
         assert bank.allowance(alice)["used"] == 5000
 
 
-def test_a7_the_senders_rows_three_external_outflows_of_5000_audit_for_successes_only(
+@pytest.mark.adr("0050", "A7", "D2")
+@pytest.mark.adr("0044")
+def test_the_senders_rows_three_external_outflows_of_5000_audit_for_successes_only(
     db_url: str,
 ) -> None:
     with open_bank(db_url) as bank:
@@ -219,7 +231,8 @@ def test_a7_the_senders_rows_three_external_outflows_of_5000_audit_for_successes
         assert _status_of(db_url, refused_auth) == AuthorizationStatus.PENDING.value
 
 
-def test_a8_the_422_body_carries_figures_as_top_level_json_numbers_and_never_remaining(
+@pytest.mark.adr("0050", "A8", "D7")
+def test_the_422_body_carries_figures_as_top_level_json_numbers_and_never_remaining(
     db_url: str,
 ) -> None:
     with open_bank(db_url) as bank:

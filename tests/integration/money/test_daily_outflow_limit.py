@@ -1,6 +1,6 @@
 """DailyOutflowLimit (ADR-0050 D1–D3) against real rows: what counts, over which accounts, in
-which window; and (DESIGN §7, beyond the ADR) that PostgreSQL answers the sum with a seek on the
-user's day, not a scan of the ledger."""
+which window; and (beyond the ADR: docs/decisions.md#beyond-the-decisions) that PostgreSQL answers
+the sum with a seek on the user's day, not a scan of the ledger."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def _used(db_url: str, user_id: str, at: datetime = DAY) -> Decimal:
         return limit.used(session, user_id, at)
 
 
-def test_d2_only_external_transfer_outs_count(db_url: str) -> None:
+@pytest.mark.adr("0050", "D2")
+def test_only_external_transfer_outs_count(db_url: str) -> None:
     """D2: a TransferOut with a RecipientAzureTag counts; the internal one (no tag), inflows,
     deposits and withdrawals (ADR-0056) do not."""
     user = make_user(db_url)
@@ -73,7 +74,8 @@ def test_d2_only_external_transfer_outs_count(db_url: str) -> None:
     assert _used(db_url, user.user_id) == Decimal("10.25")
 
 
-def test_d3_only_completed_rows_count(db_url: str) -> None:
+@pytest.mark.adr("0050", "D3")
+def test_only_completed_rows_count(db_url: str) -> None:
     user = make_user(db_url)
     _row(db_url, user.account_ids[0], "300", DAY, status=TransactionStatus.PENDING)
     assert _used(db_url, user.user_id) == 0
@@ -81,7 +83,8 @@ def test_d3_only_completed_rows_count(db_url: str) -> None:
     assert _used(db_url, user.user_id) == 200
 
 
-def test_d3_the_sum_spans_every_account_of_the_user_closed_ones_included_and_no_one_elses(
+@pytest.mark.adr("0050", "D3")
+def test_the_sum_spans_every_account_of_the_user_closed_ones_included_and_no_one_elses(
     db_url: str,
 ) -> None:
     user = make_user(db_url, accounts=3)
@@ -97,7 +100,8 @@ def test_d3_the_sum_spans_every_account_of_the_user_closed_ones_included_and_no_
     assert _used(db_url, user.user_id) == Decimal("600.75")
 
 
-def test_d1_the_window_is_the_utc_day_start_inclusive_next_midnight_exclusive(
+@pytest.mark.adr("0050", "D1")
+def test_the_window_is_the_utc_day_start_inclusive_next_midnight_exclusive(
     db_url: str,
 ) -> None:
     user = make_user(db_url)
@@ -114,7 +118,8 @@ def test_d1_the_window_is_the_utc_day_start_inclusive_next_midnight_exclusive(
     assert _used(db_url, user.user_id, evening_in_new_york) == 1000
 
 
-def test_d7_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str) -> None:
+@pytest.mark.adr("0050", "D7")
+def test_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str) -> None:
     """ADR-0050 D7: the check allows exactly the limit and refuses above it, with the figures."""
     user = make_user(db_url)
     _row(db_url, user.account_ids[0], "4000", DAY)
@@ -136,7 +141,7 @@ def test_d7_check_refuses_above_the_limit_inclusive_with_its_figures(db_url: str
 def test_the_daily_sum_is_an_index_seek_on_the_users_day_on_postgresql(
     fresh_postgres_url: str,
 ) -> None:
-    """DESIGN §7: with a ledger of other customers' history, the plan reaches Transactions
+    """With a ledger of other customers' history, the plan reaches Transactions
     through IX_Transactions_AccountId_Type_CreatedAt, never a sequential scan."""
     url = fresh_postgres_url
     user = make_user(url, accounts=2)

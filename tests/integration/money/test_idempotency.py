@@ -1,4 +1,4 @@
-"""Idempotency keys on every money operation (ADR-0009, DESIGN §5): a success stored with the
+"""Idempotency keys on every money operation (ADR-0009, docs/http.md): a success stored with the
 money and replayed byte-for-byte; a refusal never stored, never replayed; a key reused with another
 body refused; a duplicate in flight answered 409."""
 
@@ -25,6 +25,8 @@ from shared.money.rails import AccountRails
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import DEPOSIT, INTERNAL, TRANSFER, WITHDRAWAL, Bank, open_bank, unique_key
 from tests.support.users import User
+
+pytestmark = pytest.mark.adr("0009")
 
 
 def _ledger_rows(db_url: str, account_id: object) -> int:
@@ -120,6 +122,7 @@ def test_the_same_amount_spelled_100_or_100_00_is_the_same_request(db_url: str) 
         assert _balance(db_url, alice.primary) == 100
 
 
+@pytest.mark.adr("0050", "A3.4", "D7")
 def test_a_refusal_is_never_stored_and_the_same_key_is_evaluated_afresh(db_url: str) -> None:
     """ADR-0009, ADR-0050 A3.4 / D7: refusals are not replayed. Here the second try succeeds
     because the world changed in between (funds arrived)."""

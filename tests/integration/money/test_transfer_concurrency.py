@@ -36,6 +36,8 @@ from tests.support.hosts import CHAIN_KEY
 from tests.support.money import open_bank, unique_key
 from tests.support.users import PIN, enrol_pin, make_user
 
+pytestmark = pytest.mark.adr("0050", "D5")
+
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 CEILING = Decimal(500)
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)

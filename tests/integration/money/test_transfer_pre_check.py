@@ -13,6 +13,7 @@ import uuid
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
 from sqlalchemy import insert, update
 
 from shared.db.engine import get_engine
@@ -128,7 +129,8 @@ def _attempt(bank: Bank, payee: str, authorization: str, day: str) -> tuple[int,
     return response.status_code, response.json()["errorCode"]
 
 
-def test_d4_2_the_pre_check_answers_with_the_first_failing_rung_of_every_combination(
+@pytest.mark.adr("0050", "D4.2")
+def test_the_pre_check_answers_with_the_first_failing_rung_of_every_combination(
     db_url: str,
 ) -> None:
     """Payee, then the authorization (invalid before expired), then the day: whatever else

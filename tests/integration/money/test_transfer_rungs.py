@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
 from sqlalchemy import select, update
 
 from shared.audit.chain import AuditChain
@@ -47,6 +48,7 @@ def bank_customers(bank: Bank, n: int) -> list[User]:
 # --- the mint ---------------------------------------------------------------------------------
 
 
+@pytest.mark.adr("0050", "D4", "D4.1")
 def test_mint_rungs_account_then_payee_then_day_then_pin(db_url: str) -> None:
     """ADR-0050's table, mint row: each rung wins over every later one."""
     with open_bank(db_url) as bank:
@@ -100,6 +102,7 @@ def test_a_closed_account_of_ones_own_is_not_found_and_a_payee_with_no_open_acco
         assert _code(bank.mint(alice, 10, bob)) == (422, "PAYEE_INVALID")
 
 
+@pytest.mark.adr("0042")
 def test_mint_issues_an_authorization_bound_to_user_account_payee_amount_with_clock_expiry(
     db_url: str,
 ) -> None:
@@ -137,6 +140,7 @@ def test_mint_issues_an_authorization_bound_to_user_account_payee_amount_with_cl
 # --- the transfer -----------------------------------------------------------------------------
 
 
+@pytest.mark.adr("0050", "D4", "D4.2")
 def test_transfer_rungs_authorization_required_then_payee_then_authorization_then_day(
     db_url: str,
 ) -> None:
@@ -189,7 +193,7 @@ def test_an_expired_authorization_is_401_expired_but_someone_elses_is_only_inval
 def test_a_transfer_writes_both_ledger_rows_moves_both_balances_spends_and_audits(
     db_url: str,
 ) -> None:
-    """DESIGN §7: debit, credit to the payee's primary (oldest open) account, TransferOut with
+    """Debit, credit to the payee's primary (oldest open) account, TransferOut with
     the tag, TransferIn, the authorization spent, one chained audit row."""
     with open_bank(db_url) as bank:
         alice, bob = bank.customer(balance=1000), bank.customer(balance=5, accounts=2)
@@ -257,6 +261,7 @@ def test_a_transfer_writes_both_ledger_rows_moves_both_balances_spends_and_audit
         assert report.intact
 
 
+@pytest.mark.adr("0050", "D1", "D4.3")
 def test_midnight_edge_a_mint_at_23_59_30_spent_at_00_00_10_is_decided_against_the_new_day(
     db_url: str,
 ) -> None:
@@ -290,6 +295,7 @@ def test_midnight_edge_a_mint_at_23_59_30_spent_at_00_00_10_is_decided_against_t
         }
 
 
+@pytest.mark.adr("0050", "D8")
 def test_allowance_reads_limit_used_remaining_and_the_next_utc_midnight(db_url: str) -> None:
     clock = FakeClock(datetime(2026, 9, 7, 18, 0, tzinfo=UTC))
     with open_bank(db_url, clock, DailyLimit__Amount="750.50") as bank:

@@ -3,9 +3,9 @@ execute and every COMMIT), not read from the code.
 
 Every transfer and every audited save of the bank serialises on the audit chain's tail lock, so
 each round trip from the tail lock to the commit is a network latency paid by everybody
-(DESIGN §7; shared/money/transfer_write_sql.py): the tail lock, ONE round trip of writes, the
-commit. A change that adds a statement inside the lock, or a statement anywhere past the budget,
-fails here. Speed itself is measured in bench/transfers.py, never asserted."""
+(docs/architecture.md#lock-order; shared/money/transfer_write_sql.py): the tail lock, ONE round trip
+of writes, the commit. A change that adds a statement inside the lock, or a statement anywhere past
+the budget, fails here. Speed itself is measured in bench/transfers.py, never asserted."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def test_one_transfer_is_six_statements_and_three_round_trips_from_the_tail_lock
 ) -> None:
     """One external transfer at the service layer, its success stored with the money (the
     idempotency record, claimed beforehand as the HTTP path claims it): within the budget, and
-    the lock order of DESIGN §7 — application lock, then the tail, then the first row write."""
+    the lock order of docs/architecture.md — application lock, then the tail, then the first row
+    write."""
     with open_bank(postgres_url) as bank:
         alice, bob = bank.customer(balance=100), bank.customer()
         auth = uuid.UUID(bank.authorize(alice, 10, bob))

@@ -1,5 +1,6 @@
-"""The blob container as the pickup (DESIGN §4, §6), against Azurite: delivered once, a second
-attempt refused (`BlobAlreadyExists`, the same refusal as an existing file), nothing overwritten."""
+"""The blob container as the pickup (docs/settings.md, docs/operations.md), against Azurite:
+delivered once, a second attempt refused (`BlobAlreadyExists`, the same refusal as an existing
+file), nothing overwritten."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def container(azurite_connection_string: str) -> Iterator[ContainerClient]:
     client.delete_container()
 
 
+@pytest.mark.adr("0045", "D4")
 def test_a_blob_notice_is_delivered_once_and_a_second_attempt_is_refused_not_overwritten(
     azurite_connection_string: str, container: ContainerClient
 ) -> None:

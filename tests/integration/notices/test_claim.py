@@ -23,6 +23,8 @@ from tests.support.notices import (
     owed_notices,
 )
 
+pytestmark = pytest.mark.adr("0048", "D2")
+
 A = "api/host-a/101/aaaaaaaa"
 B = "function/host-b/202/bbbbbbbb"
 
@@ -39,7 +41,7 @@ def _held_by(engine: Engine, runner: str) -> int:
         )
 
 
-def test_d2_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
+def test_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     owed = owed_notices(engine, 3)
@@ -63,7 +65,7 @@ def test_d2_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
     assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
 
 
-def test_d2_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
+def test_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     owed_notices(engine, 20)
@@ -81,7 +83,7 @@ def test_d2_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
     assert delivered == 16
 
 
-def test_d2_held_rows_are_renewed_to_the_new_lease_end_before_anything_is_delivered(
+def test_held_rows_are_renewed_to_the_new_lease_end_before_anything_is_delivered(
     engine: Engine, clock: FakeClock
 ) -> None:
     owed = owed_notices(engine, 2)
@@ -96,7 +98,7 @@ def test_d2_held_rows_are_renewed_to_the_new_lease_end_before_anything_is_delive
         assert (row.LeasedBy, row.LeasedUntil) == (A, second.lease_until)
 
 
-def test_d2_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
+def test_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     owed_notices(engine, 5)
@@ -110,7 +112,7 @@ def test_d2_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
     assert any("outlived its own lease" in line and "3 held rows" in line for line in lines)
 
 
-def test_d2_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
+def test_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     owed = owed_notices(engine, 2)
@@ -124,7 +126,8 @@ def test_d2_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
     assert any("found the row taken" in r.getMessage() for r in warnings)
 
 
-def test_d2_a_delivered_row_records_its_receipt_and_the_mark_clears_the_lease(
+@pytest.mark.adr("0045", "D7")
+def test_a_delivered_row_records_its_receipt_and_the_mark_clears_the_lease(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     (owed,) = owed_notices(engine, 1)
@@ -135,7 +138,7 @@ def test_d2_a_delivered_row_records_its_receipt_and_the_mark_clears_the_lease(
     assert (row.LeasedBy, row.LeasedUntil) == (None, None)
 
 
-def test_d2_one_claim_never_stamps_more_than_it_was_asked_for(
+def test_one_claim_never_stamps_more_than_it_was_asked_for(
     engine: Engine, clock: FakeClock
 ) -> None:
     # A plain `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` on PostgreSQL is rescanned per
@@ -170,7 +173,7 @@ def _make_the_store_round_lease_times(engine: Engine) -> None:
         connection.execute(text(statement))
 
 
-def test_d2_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_name(
+def test_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_name(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     """ADR-0048 D2: "a store that rounded a timestamp could make it claim N and read back none".

@@ -235,7 +235,8 @@ def _owed(engine: Engine) -> int:
         )
 
 
-def test_d2_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
+@pytest.mark.adr("0048", "D2")
+def test_two_runners_claiming_concurrently_deliver_2000_rows_exactly_once(
     server_url: str, tmp_path: Path
 ) -> None:
     engine = _arrange(server_url)

@@ -1,4 +1,4 @@
-"""DESIGN §6: the pickup transport writes a temporary file, fsyncs it and links it to its final
+"""The pickup transport writes a temporary file, fsyncs it and links it to its final
 name. A runner killed between the two leaves the temporary behind: a whole notice, address
 included, in a hidden `.{noticeId}.*.tmp`. A sweep removes the transport's own temporaries once
 they are older than any runner's lease, and nothing else: never a final `.eml`, never a name that

@@ -70,7 +70,8 @@ def _point(engine: Engine, notice_id: uuid.UUID, event_id: uuid.UUID | None) -> 
 
 
 # ADR-0052's name: ANoticeWhoseOwnAuditRowIsGone_IsFOUND_WhileTheUsersOtherRowsSurvive
-def test_d3_a_notice_whose_own_audit_row_is_gone_is_found_while_the_users_other_rows_survive(
+@pytest.mark.adr("0052", "D2", "D3")
+def test_a_notice_whose_own_audit_row_is_gone_is_found_while_the_users_other_rows_survive(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     _, events, notices = _enrolled_then_changes(engine, changes=3)
@@ -90,7 +91,8 @@ def test_d3_a_notice_whose_own_audit_row_is_gone_is_found_while_the_users_other_
     "onto", ["another kind's row of the same user", "the same kind's row of another user"]
 )
 # ADR-0052's name: ANoticeRePointedAtAnotherRow_IsStillFound_BecauseTheNamedRowMustBeThisNotices
-def test_d3_a_notice_re_pointed_at_another_row_is_still_found(
+@pytest.mark.adr("0052", "D3")
+def test_a_notice_re_pointed_at_another_row_is_still_found(
     onto: str, engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     _, events, notices = _enrolled_then_changes(engine, changes=1)
@@ -109,7 +111,8 @@ def test_d3_a_notice_re_pointed_at_another_row_is_still_found(
 
 
 # ADR-0052's name: ARePointToANOTHERRowOfTHESAMEKind_IsNotCaught_AndThisPinsHowFarD3Reaches
-def test_d3_a_re_point_to_another_row_of_the_same_kind_is_not_caught(
+@pytest.mark.adr("0052", "D3")
+def test_a_re_point_to_another_row_of_the_same_kind_is_not_caught(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     """ADR-0052 D3's limit: (ActorUserId, Event) cannot see a re-point within one kind. Zero
@@ -121,7 +124,8 @@ def test_d3_a_re_point_to_another_row_of_the_same_kind_is_not_caught(
 
 
 # ADR-0052's name: ANULLEDPointer_IsAskedTheOldQuestion_SoAnotherRowOfItsKindAnswersForIt
-def test_d6_a_nulled_pointer_is_asked_the_old_question_so_another_row_of_its_kind_answers(
+@pytest.mark.adr("0052", "D3", "D6")
+def test_a_nulled_pointer_is_asked_the_old_question_so_another_row_of_its_kind_answers(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     """ADR-0052 (the nulled pointer, under D3's limit): a null is how the run knows a notice
@@ -133,7 +137,8 @@ def test_d6_a_nulled_pointer_is_asked_the_old_question_so_another_row_of_its_kin
 
 
 # ADR-0052's name: ANoticeThatNamesNoRow_StillGetsTheWeakerQuestion_WhichIsTheBacklogsShape
-def test_d6_a_notice_that_names_no_row_still_gets_the_weaker_question(
+@pytest.mark.adr("0052", "D6")
+def test_a_notice_that_names_no_row_still_gets_the_weaker_question(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     with unit_of_work(engine) as session:
@@ -151,6 +156,7 @@ def test_d6_a_notice_that_names_no_row_still_gets_the_weaker_question(
     )
 
 
+@pytest.mark.adr("0052", "D3", "D6")
 def test_one_sweeps_single_read_still_answers_each_notice_its_own_question(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:

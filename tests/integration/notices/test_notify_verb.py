@@ -1,4 +1,4 @@
-"""`azurebank notify` (ADR-0048 D3, D5; DESIGN §8) and `azurebank notices status`, run through the
+"""`azurebank notify` (ADR-0048 D3, D5; docs/cli.md) and `azurebank notices status`, run through the
 command line's own `main` on SQLite and PostgreSQL, and once more as real processes."""
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def _lease_until_from_now(minutes: float) -> datetime:
     return datetime.now(UTC) + timedelta(minutes=minutes)
 
 
-def test_d5_notify_exits_0_after_delivering(
+@pytest.mark.adr("0048", "D5")
+def test_notify_exits_0_after_delivering(
     verb_env: dict[str, str], engine: Engine, pickup: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     owed = owed_notices(engine, 3)
@@ -61,7 +62,8 @@ def test_d5_notify_exits_0_after_delivering(
     assert "notify: as verb/" in out and "lease 120s" in out
 
 
-def test_d5_notify_exits_2_nothing_owed_and_the_line_says_which_reading(
+@pytest.mark.adr("0048", "D5")
+def test_notify_exits_2_nothing_owed_and_the_line_says_which_reading(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = _notify(capsys)
@@ -69,7 +71,8 @@ def test_d5_notify_exits_2_nothing_owed_and_the_line_says_which_reading(
     assert "notify: nothing to do: nothing owed" in out
 
 
-def test_d5_notify_exits_2_when_everything_owed_is_held_under_another_runners_live_lease(
+@pytest.mark.adr("0048", "D5")
+def test_notify_exits_2_when_everything_owed_is_held_under_another_runners_live_lease(
     verb_env: dict[str, str], engine: Engine, pickup: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     until = _lease_until_from_now(10)
@@ -95,7 +98,8 @@ def test_d5_notify_exits_2_when_everything_owed_is_held_under_another_runners_li
     assert [(h["runner"], h["rows"]) for h in report["heldByOthers"]] == [(OTHER, 2)]
 
 
-def test_d5_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
+@pytest.mark.adr("0048", "D5")
+def test_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
@@ -112,7 +116,8 @@ def test_d5_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
     assert f"notify: held under a live lease by {OTHER} (1 owed rows" in out
 
 
-def test_d3_a_row_whose_file_exists_is_refused_stays_owed_and_notify_exits_6_on_every_run(
+@pytest.mark.adr("0048", "D3")
+def test_a_row_whose_file_exists_is_refused_stays_owed_and_notify_exits_6_on_every_run(
     verb_env: dict[str, str],
     engine: Engine,
     pickup: Path,
@@ -136,7 +141,8 @@ def test_d3_a_row_whose_file_exists_is_refused_stays_owed_and_notify_exits_6_on_
         assert len(refusals) == 1 and refusals[0].levelno == logging.WARNING
 
 
-def test_d3_notify_delivers_the_rows_behind_a_refused_one_exits_6_and_moving_the_file_works_at_once(
+@pytest.mark.adr("0048", "D3")
+def test_notify_delivers_the_rows_behind_a_refused_one_exits_6_and_moving_the_file_works_at_once(
     verb_env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     engine: Engine,
@@ -168,7 +174,8 @@ def test_d3_notify_delivers_the_rows_behind_a_refused_one_exits_6_and_moving_the
     assert existing.read_bytes() != b"left behind\r\n"
 
 
-def test_d3_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
+@pytest.mark.adr("0048", "D3")
+def test_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
     engine: Engine, pickup: Path
 ) -> None:
     from shared.clock import FakeClock
@@ -188,7 +195,8 @@ def test_d3_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
     assert (row.DeliveredAt, row.LeasedBy) == (None, sweep.runner)
 
 
-def test_d5_notify_exits_1_when_another_failure_left_rows_owed(
+@pytest.mark.adr("0048", "D5")
+def test_notify_exits_1_when_another_failure_left_rows_owed(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
@@ -212,7 +220,8 @@ def test_d5_notify_exits_1_when_another_failure_left_rows_owed(
     assert report["reading"] is None and report["exitCode"] == 1
 
 
-def test_d5_a_row_that_failed_is_let_go_when_notify_exits_so_the_next_run_may_take_it(
+@pytest.mark.adr("0048", "D5")
+def test_a_row_that_failed_is_let_go_when_notify_exits_so_the_next_run_may_take_it(
     verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with unit_of_work(engine) as session:
@@ -224,8 +233,9 @@ def test_d5_a_row_that_failed_is_let_go_when_notify_exits_so_the_next_run_may_ta
     assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)
 
 
+@pytest.mark.adr("0048", "D6")
 @pytest.mark.parametrize("where", ["inside a git tree", "missing"])
-def test_d6_notify_exits_78_for_a_pickup_directory_inside_a_git_tree_or_missing(
+def test_notify_exits_78_for_a_pickup_directory_inside_a_git_tree_or_missing(
     where: str,
     monkeypatch: pytest.MonkeyPatch,
     sqlite_url: str,
@@ -288,8 +298,9 @@ def _process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
     return run_python("-m", "azurebank_cli", *args, settings=env)
 
 
+@pytest.mark.adr("0048", "D5")
 @pytest.mark.e2e
-def test_d5_the_azurebank_process_exits_0_then_2_and_78_with_the_documented_lines(
+def test_the_azurebank_process_exits_0_then_2_and_78_with_the_documented_lines(
     sqlite_url: str, pickup: Path, tmp_path: Path
 ) -> None:
     from shared.db.engine import build_engine

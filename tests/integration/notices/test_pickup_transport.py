@@ -1,5 +1,5 @@
-"""The pickup directory (ADR-0045 D4, ADR-0048 D3, DESIGN §6) on a real file system, and the
-transport `Notices` names."""
+"""The pickup directory (ADR-0045 D4, ADR-0048 D3, docs/operations.md) on a real file system, and
+the transport `Notices` names."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def test_a_notice_file_appears_whole_under_its_id_readable_by_its_owner_only(pic
     assert [p.name for p in pickup.iterdir()] == [final.name]  # the temporary is gone
 
 
+@pytest.mark.adr("0045", "D4")
+@pytest.mark.adr("0048", "D3")
 def test_an_existing_name_is_refused_never_overwritten_and_leaves_no_temporary(
     pickup: Path,
 ) -> None:

@@ -23,6 +23,8 @@ from tests.support.checkout import REPO
 from tests.support.hosts import relay_environ
 from tests.support.notices import just_now, notice_row, owed_notices
 
+pytestmark = pytest.mark.adr("0048", "D3")
+
 DOC = REPO / "docs" / "operations.md"
 EXAMPLE_ID = uuid.UUID("0b7c1a6e-1f4e-4b8e-9d7e-2a3c4d5e6f01")
 LABELS = {"postgresql": "PostgreSQL:", "sqlite": "SQLite", "mssql": "SQL Server:"}
@@ -51,7 +53,7 @@ def _refused(
     return host, notice, settings
 
 
-def test_d3_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after_its_refusal(
+def test_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after_its_refusal(
     db_url: str, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock(datetime.now(UTC))
@@ -74,7 +76,7 @@ def test_d3_runbook_move_the_file_away_and_the_relay_delivers_it_one_lease_after
     assert (pickup / f"{notice}.eml").read_bytes() != b"left behind\n"
 
 
-def test_d3_runbook_mark_the_row_with_the_documented_sql(db_url: str, pickup: Path) -> None:
+def test_runbook_mark_the_row_with_the_documented_sql(db_url: str, pickup: Path) -> None:
     host, notice, _ = _refused(db_url, pickup, FakeClock(datetime.now(UTC)))
     engine = get_engine(db_url)
     dialect = engine.dialect.name

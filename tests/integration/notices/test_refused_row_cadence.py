@@ -15,6 +15,8 @@ from shared.clock import FakeClock
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.notices import CountingTransport, make_sweep, notice_row, owed_notices
 
+pytestmark = pytest.mark.adr("0048", "D3")
+
 A = "api/host-a/101/aaaaaaaa"
 B = "api/host-b/202/bbbbbbbb"
 PERIOD = timedelta(seconds=15)  # Notices__PeriodSeconds' default
@@ -25,7 +27,7 @@ def _refusals(caplog: pytest.LogCaptureFixture) -> int:
     return sum(1 for r in caplog.records if r.getMessage().startswith("Notice refused: "))
 
 
-def test_d3_a_refused_row_is_attempted_once_per_lease_not_once_per_period(
+def test_a_refused_row_is_attempted_once_per_lease_not_once_per_period(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     (owed,) = owed_notices(engine, 1)
@@ -60,7 +62,7 @@ def test_d3_a_refused_row_is_attempted_once_per_lease_not_once_per_period(
     assert sorted(p.name for p in pickup.iterdir()) == [existing.name]
 
 
-def test_d3_a_refused_row_does_not_count_against_the_batch_so_the_rows_behind_it_go_out(
+def test_a_refused_row_does_not_count_against_the_batch_so_the_rows_behind_it_go_out(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     refused, *behind = owed_notices(engine, 3)
@@ -83,7 +85,7 @@ def test_d3_a_refused_row_does_not_count_against_the_batch_so_the_rows_behind_it
     assert notice_row(engine, refused.id).DeliveredAt is None
 
 
-def test_d3_a_refused_row_whose_runner_died_is_tried_once_by_the_runner_that_takes_it_over(
+def test_a_refused_row_whose_runner_died_is_tried_once_by_the_runner_that_takes_it_over(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     (owed,) = owed_notices(engine, 1)

@@ -36,7 +36,10 @@ class ScriptedTransport:
         return self.inner.deliver(notice_id, message)
 
 
-def test_d7_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_every_failure(
+@pytest.mark.adr("0048", "D4", "D7")
+@pytest.mark.adr("0017")
+# One scenario meeting every kind of failure, so that every record of it is searched at once.
+def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_every_failure(  # noqa: PLR0915
     engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     addresses: list[str] = []

@@ -11,12 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, event
 
 from shared.clock import FakeClock
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.notices import FailingTransport, make_sweep, notice_row, owed_notices
+
+pytestmark = pytest.mark.adr("0048", "D2")
 
 
 @contextmanager
@@ -59,7 +62,7 @@ def _sweep(engine: Engine, clock: FakeClock, pickup: Path, batch: int = 1) -> No
     return make_sweep(engine, clock, PickupDirectoryTransport(pickup), batch_size=batch)
 
 
-def test_d2_a_sweep_delivering_one_row_is_one_claim_unit_then_one_mark(
+def test_a_sweep_delivering_one_row_is_one_claim_unit_then_one_mark(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     owed = owed_notices(engine, 3)
@@ -76,7 +79,7 @@ def test_d2_a_sweep_delivering_one_row_is_one_claim_unit_then_one_mark(
     assert all(notice_row(engine, o.id).DeliveredAt is not None for o in owed[:2])
 
 
-def test_d2_a_row_still_held_after_a_failed_delivery_is_renewed_by_the_next_sweep(
+def test_a_row_still_held_after_a_failed_delivery_is_renewed_by_the_next_sweep(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
     (owed,) = owed_notices(engine, 1)
