@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
@@ -35,10 +35,8 @@ from shared.settings import (
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
-    # The services' modules (and SQLAlchemy, the ORM schema, PyJWT under them) are imported
-    # where a host is composed, not here: the Functions host imports this module at its start
-    # (function_app.py) and composes on its first request or tick, so a cold instance indexes
-    # its Functions without them (bench/cold_start.py).
+    # The services' modules (SQLAlchemy, the ORM, PyJWT under them) are imported where a host
+    # is composed: a cold Functions instance indexes without them (bench/cold_start.py).
     from sqlalchemy import Engine
 
     from shared.audit.chain import AuditChain
@@ -102,7 +100,6 @@ def bootstrap(
     claim: NoticeClaim | None = None,
     daily_limit_lock: DailyLimitLock | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
-    checks_pickup: bool | None = None,
 ) -> Services:
     """Build every service of a host whose `settings` passed `require_host`.
     Longer than most functions: it is the one list of a host's services, one per line.
@@ -111,8 +108,7 @@ def bootstrap(
     this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
     `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`
     and `daily_limit_lock` replace what the settings give, for a test's own. `telemetry`: the
-    edge's, its backlog gauges wired to the engine. `checks_pickup` (default: whether a runner
-    is named) puts the pickup target in the readiness checks (ADR-0048 D6)."""
+    edge's, its backlog gauges wired to the engine."""
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
     from shared.db.engine import get_engine
     from shared.identity.pin_service import PinChanges
@@ -141,7 +137,8 @@ def bootstrap(
         from shared.identity.jwks import JwksKeys
 
         jwks = JwksKeys(settings.Auth.JwksUrl, clock)
-    sweep = None
+    sweep: NoticeSweep | None = None
+    pickup: Callable[[], ProbedTarget] | None = None
     if runner is not None:  # the sweep's modules only then (bench/cold_start.py)
         from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
         from shared.notices.delivery import NoticeDeliveryRun
@@ -156,8 +153,13 @@ def bootstrap(
         # The hosted runners' lease, the verb's and this sweep's all write into one target.
         leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
         sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
-    if checks_pickup is None:
-        checks_pickup = runner is not None
+        # ADR-0048 D6: readiness probes the pickup only where the host delivers, the sweep's own.
+        target = cast("ProbedTarget", transport)  # either transport takes a probe
+
+        def pickup_target() -> ProbedTarget:
+            return target
+
+        pickup = pickup_target
     telemetry.watch_backlog(owed_backlog_reader(engine, clock))
     return Services(
         settings=settings,
@@ -181,9 +183,7 @@ def bootstrap(
         idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
         audit_chain=chain,
         sweep=sweep,
-        readiness=Readiness(
-            lambda: engine, pickup=_pickup_target(settings, transport) if checks_pickup else None
-        ),
+        readiness=Readiness(lambda: engine, pickup=pickup),
         telemetry=telemetry,
     )
 
@@ -206,23 +206,6 @@ def notice_transport(settings: Settings) -> NoticeTransport:
     )
 
 
-def _pickup_target(
-    settings: Settings, transport: NoticeTransport | None
-) -> Callable[[], ProbedTarget]:
-    """The host's transport, or the target `Notices` names, built on the first check that asks
-    (a setting that cannot build one is a failing check, not a 500)."""
-    from shared.readiness import ProbedTarget
-
-    @functools.cache
-    def target() -> ProbedTarget:
-        found = transport if transport is not None else notice_transport(settings)
-        if not isinstance(found, ProbedTarget):
-            raise TypeError(f"{type(found).__name__} cannot be probed")
-        return found
-
-    return target
-
-
 def database_url(settings: Settings, *, local_default: bool) -> str:
     """Database__Url, or (for the command line and `serve` only) the local SQLite file."""
     url = settings.Database.Url
@@ -234,12 +217,11 @@ def database_url(settings: Settings, *, local_default: bool) -> str:
 
 
 class Host:
-    """A hosted host, `serve` ("api") or the Functions host ("function"), one per process: its
-    settings checked at its start (a partial set is SettingsError naming the key and the fix,
-    ADR-0048 D6, ADR-0051 D3), `Notices__Runner` read once, the runner's name and target fixed,
-    and its services composed on their first use, once, under a lock. Nothing connects at the
-    start: a transport connects on its first delivery, the engine on its first query, so
-    importing function_app.py opens nothing."""
+    """`serve` ("api") or the Functions host ("function"), one per process. Its start checks the
+    settings (a partial set is SettingsError naming the key and the fix, ADR-0048 D6, ADR-0051
+    D3), reads `Notices__Runner` once and fixes the runner's name and target; its services are
+    composed on first use, once, under a lock. The start connects nothing: a transport connects
+    on its first delivery, the engine on its first query."""
 
     def __init__(
         self,
@@ -251,21 +233,20 @@ class Host:
     ) -> None:
         require_host(settings, kind)
         self.kind, self.settings, self.telemetry = kind, settings, telemetry
-        self._clock = clock or SystemClock()
-        # `serve` falls back to the local file; the Functions host never does.
-        self._url = database_url(settings, local_default=kind == "api")
         named = is_named(settings, kind)
-        self._transport = notice_transport(settings) if named else None
-        self._runner = make_runner_name(kind) if named else None
+        transport = notice_transport(settings) if named else None
+        runner = make_runner_name(kind) if named else None
+        # `serve` falls back to the local file; the Functions host never does.
+        url = database_url(settings, local_default=kind == "api")
+        self._compose = functools.partial(
+            bootstrap, settings, url, clock, runner=runner, transport=transport, telemetry=telemetry
+        )
         self._built: Services | None = None
         self._lock = threading.Lock()
+        target = None if transport is None else transport.describe()
+        sweep = self._sweep if named else None
         self.relay = HostedRelay(
-            kind,
-            settings,
-            runner=self._runner,
-            target=None if self._transport is None else self._transport.describe(),
-            sweep=self._sweep if named else None,
-            telemetry=telemetry,
+            kind, settings, runner=runner, target=target, sweep=sweep, telemetry=telemetry
         )
         if kind == "function":
             # The timer's cadence is its schedule; `serve`'s loop announces itself as it starts.
@@ -274,14 +255,7 @@ class Host:
     def services(self) -> Services:
         with self._lock:
             if self._built is None:
-                self._built = bootstrap(
-                    self.settings,
-                    self._url,
-                    self._clock,
-                    runner=self._runner,
-                    transport=self._transport,
-                    telemetry=self.telemetry,
-                )
+                self._built = self._compose()
             return self._built
 
     def _sweep(self) -> NoticeSweep:

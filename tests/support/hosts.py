@@ -67,25 +67,19 @@ def make_app(
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> FastAPI:
     """The one FastAPI app as `host` serves it, over `db_url` (default Database__Url, never a
-    local file), its services composed through the root on the first request that reads one;
-    unlike a host's start, nothing checks the settings first."""
+    local file), its services composed through the root on the first request that reads one,
+    with the runner the flag names for `host` (so readiness checks its pickup); unlike a host's
+    start, nothing checks the settings first."""
     lock = threading.Lock()
     built: list[Services] = []
+    runner = make_runner_name(host) if is_named(settings, host) else None
 
     def compose() -> Services:
         with lock:
             if not built:
                 url = db_url or database_url(settings, local_default=False)
-                checks_pickup = is_named(settings, host)
-                built.append(
-                    bootstrap(
-                        settings,
-                        url,
-                        clock or SystemClock(),
-                        telemetry=telemetry,
-                        checks_pickup=checks_pickup,
-                    )
-                )
+                clocked = clock or SystemClock()
+                built.append(bootstrap(settings, url, clocked, runner=runner, telemetry=telemetry))
             return built[0]
 
     return create_app(AppContext(settings, compose, host, telemetry))
