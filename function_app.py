@@ -1,10 +1,17 @@
-"""The Azure Functions entry point: composition only. Importing this opens nothing."""
+"""The Azure Functions entry point: composition only. Importing it is the host's start: the
+settings are read and checked for this host (a refused set raises SettingsError naming the key
+and the fix, so the host indexes no function) and the relay announced; nothing connects, and
+the one Host's services are composed on the first request or tick, for both blueprints."""
 
 import azure.functions as func
 
-from api_funcs.functions import bp as http_functions
-from relay_func import bp as relay_functions
+import relay_func
+from api_funcs import functions as http_functions
+from api_funcs.telemetry import host_telemetry
+from shared.bootstrap import Host
+from shared.settings import load_settings
 
+host = Host("function", load_settings(), telemetry=host_telemetry())
 app = func.FunctionApp()
-app.register_functions(http_functions)
-app.register_functions(relay_functions)
+app.register_functions(http_functions.blueprint(host))
+app.register_functions(relay_func.blueprint(host))

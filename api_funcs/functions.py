@@ -4,12 +4,14 @@ one FastAPI app, so an operator can disable or watch one (`AzureWebJobs.transfer
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import azure.functions as func
 
-from api_funcs.telemetry import function_host_telemetry
-from shared.bootstrap import function_host
+if TYPE_CHECKING:
+    from shared.bootstrap import Host
 
 
 @dataclass(frozen=True)
@@ -46,37 +48,31 @@ PAGES: tuple[Operation, ...] = (
 )
 
 
-@functools.cache
-def _asgi() -> func.AsgiMiddleware:
-    # Built on the first request, never at import: importing function_app.py opens nothing,
-    # and a cold instance indexes its Functions without importing FastAPI, the routes or the
-    # ORM (bench/cold_start.py); the first request imports them once. The services are the
-    # host's one set (shared.bootstrap), from the settings it checked at start (relay_func's
-    # import), shared with the timer Function, and composed when a request first reads one.
-    from api_funcs.app import create_app
-    from api_funcs.context import AppContext
+def blueprint(host: Host) -> func.Blueprint:
+    """Every operation and page as its own Function, each handing its request to the one app
+    over `host`'s services, which the timer Function shares (function_app.py)."""
 
-    services = function_host(function_host_telemetry()).services
-    context = AppContext(
-        services.settings,
-        services.clock,
-        compose=services,
-        host="function",
-        telemetry=services.telemetry,
-    )
-    return func.AsgiMiddleware(create_app(context))
+    @functools.cache
+    def asgi() -> func.AsgiMiddleware:
+        # Built on the first request, never at import: a cold instance indexes its Functions
+        # without importing FastAPI, the routes or the ORM (bench/cold_start.py).
+        from api_funcs.app import create_app
+        from api_funcs.context import AppContext
+
+        context = AppContext(host.settings, host.services, "function", host.telemetry)
+        return func.AsgiMiddleware(create_app(context))
+
+    bp = func.Blueprint()
+    for op in (*OPERATIONS, *PAGES):
+        _register(bp, op, asgi)
+    return bp
 
 
-def _register(bp: func.Blueprint, op: Operation) -> None:
+def _register(bp: func.Blueprint, op: Operation, asgi: Callable[[], func.AsgiMiddleware]) -> None:
     async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
-        return await _asgi().handle_async(req, context)
+        return await asgi().handle_async(req, context)
 
     handler.__name__ = op.name
     bp.function_name(op.name)(
         bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
     )
-
-
-bp = func.Blueprint()
-for _op in (*OPERATIONS, *PAGES):
-    _register(bp, _op)

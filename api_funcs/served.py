@@ -13,7 +13,7 @@ from api_funcs.access_log import AccessLog
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from api_funcs.telemetry import host_telemetry
-from shared.bootstrap import start_api_host
+from shared.bootstrap import Host
 from shared.clock import Clock
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings
@@ -22,11 +22,12 @@ from shared.settings import Settings
 def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
     """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
     this install lacks is SettingsError here, before anything is served (exit 78)."""
-    services, relay = start_api_host(settings, clock=clock, telemetry=host_telemetry())
-    app = create_app(AppContext.of(services))
+    host = Host("api", settings, clock=clock, telemetry=host_telemetry())
+    host.services()  # built now, so a missing driver is exit 78 and not a 500 on a request
+    app = create_app(AppContext(settings, host.services, "api", host.telemetry))
     # Outermost of the app's middleware, so the line has the status the client got.
     app.add_middleware(AccessLog)
-    attach_relay(app, relay)
+    attach_relay(app, host.relay_loop())
     return app
 
 

@@ -19,7 +19,6 @@ raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -78,10 +77,3 @@ def host_telemetry(
 
     tracer_provider, meter_provider = configure()
     return OpenTelemetryRecorder(tracer_provider, meter_provider)
-
-
-@functools.cache
-def function_host_telemetry() -> Telemetry:
-    """The Functions host's telemetry, built once per process and shared by the timer Function
-    (relay_func) and the HTTP Functions."""
-    return host_telemetry()

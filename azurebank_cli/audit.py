@@ -13,7 +13,7 @@ from azurebank_cli import exits
 from azurebank_cli.runtime import print_report
 from azurebank_cli.terminal import shows_progress
 from shared.audit.verify import ChainReport, walk_chain
-from shared.bootstrap import open_services
+from shared.bootstrap import bootstrap
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
 
@@ -39,7 +39,7 @@ def _progress(rows: int) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    services = open_services(load_settings())
+    services = bootstrap(load_settings())
     chain = services.require_audit_chain()  # SettingsError → exit 78, naming the key
     interactive = shows_progress() and not args.json
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 from azurebank_cli import exits
 from azurebank_cli.runtime import holder_json, print_report
-from shared.bootstrap import open_services
+from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.db.uow import unit_of_work
 from shared.notices.status import OwedStatus, read_owed_status
@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    services = open_services(load_settings())
+    services = bootstrap(load_settings())
     with unit_of_work(services.engine) as session:
         status = read_owed_status(session, services.clock.now())
     print_report(status, as_json=args.json, document=_as_json, lines=_lines)

@@ -11,7 +11,7 @@ from typing import Any
 
 from azurebank_cli.runtime import holder_json, print_report
 from azurebank_cli.terminal import shows_progress
-from shared.bootstrap import open_services
+from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.notices.claim import VERB_LEASE_SECONDS
 from shared.notices.notify import (
@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 def _notify(args: argparse.Namespace) -> int:
     settings = load_settings()
     require_host(settings, "verb")  # SettingsError → exit 78, naming the key and the fix
-    services = open_services(settings, runner=make_runner_name("verb"))
+    services = bootstrap(settings, runner=make_runner_name("verb"))
     sweep = services.sweep
     assert sweep is not None  # built for the runner named above
     if not args.json:

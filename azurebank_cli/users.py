@@ -10,7 +10,7 @@ from typing import Any
 
 from azurebank_cli import exits
 from azurebank_cli.runtime import whole_number
-from shared.bootstrap import open_services
+from shared.bootstrap import bootstrap
 from shared.db.uow import unit_of_work
 from shared.identity.users import UserExists, add_user
 from shared.notices.address import address_problem
@@ -93,7 +93,7 @@ def register(sub: Any) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    services = open_services(load_settings())
+    services = bootstrap(load_settings())
     with unit_of_work(services.engine) as session:
         try:
             user = add_user(

@@ -45,9 +45,10 @@ from shared.db.schema import Account, AspNetUser, AuthorizationStatus, TransferA
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
-from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import Settings, load_settings
+from tests.support.no_lock import NoDailyLimitLock
 
 ADMIN_URL = os.environ.get(
     "AZUREBANK_BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -193,9 +194,10 @@ def _sum_latency(engine: Engine, users: list[str], samples: int) -> float:
 
 def _plan(engine: Engine, user_id: str) -> str:
     start = DAY.replace(hour=0)
-    compiled = daily_outflow_query(user_id, start, start + timedelta(days=1)).compile(
-        engine, compile_kwargs={"literal_binds": True}
+    query = daily_outflow_statement().params(
+        user_id=user_id, day_start=start, day_end=start + timedelta(days=1)
     )
+    compiled = query.compile(engine, compile_kwargs={"literal_binds": True})
     with engine.connect() as conn:
         return "\n".join(r[0] for r in conn.execute(text(f"EXPLAIN {compiled}")))
 
@@ -279,7 +281,8 @@ def _lock_part(
     rates: dict[bool, list[float]] = {True: [], False: []}
     # Alternate the two modes twice, so drift on a shared machine hits both alike.
     for enabled in (True, False, True, False):
-        lock = DailyLimitLock(10, enabled=enabled)
+        # Without: the no-op lock the control test hands the composition root.
+        lock = DailyLimitLock(10) if enabled else NoDailyLimitLock()
         service = bootstrap(settings, engine, clock, daily_limit_lock=lock).transfers
         orders = _orders(engine, users, args.transfers, rng)
         rate, refused = _throughput(service, orders, args.clients)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import enum
-import functools
 import os
 from collections.abc import Mapping
 from decimal import Decimal
@@ -345,16 +344,6 @@ def check_host(settings: Settings, host: Host) -> list[str]:
             f"least {2 * n.PeriodSeconds}, or lower Notices__PeriodSeconds."
         )
     return problems
-
-
-@functools.cache
-def function_host_settings() -> Settings:
-    """The Functions host's settings, read from the environment and checked once per process:
-    at the host's start (relay_func's import), and shared with the HTTP Functions, which would
-    otherwise read and check them again on their first request."""
-    settings = load_settings()
-    require_host(settings, "function")
-    return settings
 
 
 def require_host(settings: Settings, host: Host) -> None:

@@ -64,7 +64,7 @@ class TokenVerifier:
 
     def __init__(self, settings: Settings, clock: Clock, *, jwks: JwksKeys | None) -> None:
         """`jwks` is the key set of Auth__JwksUrl, handed in exactly when it is set (the
-        composition root builds it: shared.bootstrap.token_verifier)."""
+        composition root builds it: shared.bootstrap.bootstrap)."""
         auth = settings.Auth
         if bool(auth.JwksUrl) != (jwks is not None):
             raise ValueError("a key set is handed in exactly when Auth__JwksUrl is set")

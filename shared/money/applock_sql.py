@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 # The error number and text the SQL Server batch throws when sp_getapplock returns < 0 (−1
 # timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter); shared.db.faults reads them.
 from shared.db.faults import MSSQL_APPLOCK_ERROR, MSSQL_APPLOCK_MESSAGE
-from shared.db.uow import unit_of_work, writing_unit_of_work
+from shared.db.uow import writing_unit_of_work
 
 LOCK_RESOURCE_PREFIX = "daily-limit:"
 
@@ -97,18 +97,12 @@ def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) 
 @dataclass(frozen=True)
 class DailyLimitLock:
     """Opens the unit of work of one external transfer, holding the user's lock from its first
-    statement. `enabled=False` exists for the control tests and the bench's baseline only: it
-    proves the lock is what keeps the day within the limit."""
+    statement."""
 
     timeout_seconds: int
-    enabled: bool = True
 
     @contextmanager
     def unit_of_work(self, engine: Engine, user_id: str) -> Iterator[Session]:
-        if not self.enabled:
-            with unit_of_work(engine) as session:
-                yield session
-            return
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (docs/database.md).
         with writing_unit_of_work(engine, wait_seconds=self.timeout_seconds) as session:
             take_daily_limit_lock(session, user_id, self.timeout_seconds)

@@ -24,18 +24,10 @@ from shared.money.refusals import DailyLimitExceeded
 log = logging.getLogger("azurebank.money")
 
 
-def daily_outflow_query(user_id: str, day_start: datetime, day_end: datetime) -> Select[Decimal]:
-    """The day's external outflow of one user. The join on Accounts.UserId makes the customer
-    the payer (D3: two accounts do not hold two limits); there is no IsDeleted filter (D3).
-    IX_Accounts_UserId then IX_Transactions_AccountId_Type_CreatedAt make it a seek per account
-    on (AccountId, 'TransferOut', [day)), not a scan of the ledger."""
-    return _daily_outflow().params(user_id=user_id, day_start=day_start, day_end=day_end)
-
-
 def daily_outflow_sum() -> ScalarSelect[Decimal]:
     """The day's outflow as a scalar subquery (named parameters `user_id`, `day_start`,
     `day_end`), for a read that answers it beside other questions."""
-    return _daily_outflow().scalar_subquery()
+    return daily_outflow_statement().scalar_subquery()
 
 
 def outflow(total: Decimal | None) -> Decimal:
@@ -44,9 +36,14 @@ def outflow(total: Decimal | None) -> Decimal:
 
 
 @functools.cache
-def _daily_outflow() -> Select[Decimal]:
-    # Built once with named parameters: every transfer reads the sum twice (D4.2, D4.3), and
-    # building the statement costs more client CPU than the statement costs the server.
+def daily_outflow_statement() -> Select[Decimal]:
+    """The day's external outflow of one user (named parameters `user_id`, `day_start`,
+    `day_end`). The join on Accounts.UserId makes the customer the payer (D3: two accounts do not
+    hold two limits); there is no IsDeleted filter (D3). IX_Accounts_UserId then
+    IX_Transactions_AccountId_Type_CreatedAt make it a seek per account on (AccountId,
+    'TransferOut', [day)), not a scan of the ledger. Built once: every transfer reads
+    the sum twice (D4.2, D4.3), and building the statement costs more client CPU than the
+    statement costs the server."""
     return (
         select(func.sum(Transaction.Amount))
         .select_from(Transaction)
@@ -85,7 +82,7 @@ class DailyOutflowLimit:
         start, end = utc_day(instant)
         return outflow(
             session.scalar(
-                _daily_outflow(), {"user_id": user_id, "day_start": start, "day_end": end}
+                daily_outflow_statement(), {"user_id": user_id, "day_start": start, "day_end": end}
             )
         )
 

@@ -1,7 +1,7 @@
 """HostedRelay: the one hosted runner of the relay, for the API's loop (ADR-0048 D1) and the
 timer Function (ADR-0051) alike.
 
-Built at the host's start from settings checked once (shared.bootstrap.hosted_relay), it reads
+Built at the host's start from settings checked once (shared.bootstrap.Host), it reads
 `Notices__Runner` once: the runner the flag names announces itself with the name a reader
 matches against `LeasedBy`, and each tick runs one NoticeSweep; every other host says it steps
 aside (ADR-0051 D4) and its ticks return at once, touching nothing. The one catch-all is the

@@ -91,7 +91,7 @@ class NoticeSweep:
         leftover_age: timedelta | None = None,
     ) -> None:
         """`delivery` delivers through this sweep's transport and marks under `claim`; the
-        composition root wires the three (shared.bootstrap.notice_sweep)."""
+        composition root wires the three (shared.bootstrap.bootstrap)."""
         self.runner = claim.runner
         self._engine = engine
         self._clock = clock

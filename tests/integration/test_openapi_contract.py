@@ -21,8 +21,6 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.openapi.checks import IgnoredAuth
 from sqlalchemy import select, update
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.deps import current_user_id
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
@@ -31,6 +29,7 @@ from shared.db.uow import unit_of_work
 from shared.identity.passwords import hash_secret
 from tests.money_support import PIN, WRONG_PIN
 from tests.support import FAST_HASH, api_client, bearer, host_settings, make_user
+from tests.support.hosts import make_app
 
 # docs/http.md's table (and ADR-0050's rung table): operation → {status: codes it must declare}.
 DECLARED: dict[str, dict[int, set[str]]] = {
@@ -98,7 +97,7 @@ MONEY_OPERATIONS = {"transfer", "internal_transfer", "deposit", "withdrawal"}
 
 
 def _document() -> dict[str, Any]:
-    app = create_app(AppContext(host_settings("sqlite:///never-opened.db")))
+    app = make_app(host_settings("sqlite:///never-opened.db"))
     doc: dict[str, Any] = app.openapi()
     return doc
 
@@ -285,7 +284,7 @@ class Bank:
         # The API page is no operation: off here. With its routes installed the derandomized
         # run drew other cases (the document is the same) and missed transfer's 422.
         self.settings = host_settings(db_url, ApiDocs__Enabled="false")
-        self.app = create_app(AppContext(self.settings, clock=clock, database_url=db_url))
+        self.app = make_app(self.settings, clock=clock, db_url=db_url)
         self.customer = make_user(db_url, clock, balance=5000, accounts=2, tag=_tag("customer"))
         self.customer_tag = self._tag_of(self.customer.user_id)
         self.stranger = make_user(db_url, clock, balance=10)

@@ -4,20 +4,24 @@ and a hosted relay whose sweep a test stands in for."""
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
 from api_funcs.app import create_app
 from api_funcs.context import AppContext
-from shared.clock import Clock
+from shared.bootstrap import Services, bootstrap, database_url
+from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedKind, HostedRelay, is_named
 from shared.notices.runner_name import make_runner_name
 from shared.settings import Settings, load_settings, require_host
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 SIGNING_KEY = "test-signing-key-" + "x" * 32
 CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
@@ -54,20 +58,48 @@ def host_settings(db_url: str, **overrides: str) -> Settings:
     return load_settings(host_environ(db_url, **overrides))
 
 
+def make_app(
+    settings: Settings,
+    *,
+    db_url: str | None = None,
+    clock: Clock | None = None,
+    host: HostedKind = "api",
+    telemetry: Telemetry = NO_TELEMETRY,
+) -> FastAPI:
+    """The one FastAPI app as `host` serves it, over `db_url` (default Database__Url, never a
+    local file), its services composed through the root on the first request that reads one,
+    with the runner the flag names for `host` (so readiness checks its pickup); unlike a host's
+    start, nothing checks the settings first."""
+    lock = threading.Lock()
+    built: list[Services] = []
+    runner = make_runner_name(host) if is_named(settings, host) else None
+
+    def compose() -> Services:
+        with lock:
+            if not built:
+                url = db_url or database_url(settings, local_default=False)
+                clocked = clock or SystemClock()
+                built.append(bootstrap(settings, url, clocked, runner=runner, telemetry=telemetry))
+            return built[0]
+
+    return create_app(AppContext(settings, compose, host, telemetry))
+
+
 @contextmanager
 def api_client(
     db_url: str, clock: Clock, environ: Mapping[str, str] | None = None
 ) -> Iterator[TestClient]:
     """The one FastAPI app over `db_url`, on `clock`, without a server process."""
     settings = load_settings(dict(environ) if environ is not None else host_environ(db_url))
-    app = create_app(AppContext(settings, clock=clock, database_url=db_url))
-    with TestClient(app, raise_server_exceptions=False) as client:
+    with TestClient(
+        make_app(settings, db_url=db_url, clock=clock), raise_server_exceptions=False
+    ) as client:
         yield client
 
 
 def served_routes() -> list[tuple[str, str]]:
     """Every (method, path) the app serves, HEAD aside: each operation and the document."""
-    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    app = make_app(load_settings({}), db_url="sqlite://")
     # FastAPI 0.16x resolves included routers lazily: walk the contexts, not app.routes.
     return sorted(
         (method, context.path)
@@ -89,8 +121,8 @@ class FakeSweep:
 
 
 def hosted(kind: HostedKind, settings: Settings, work: Callable[[], Any]) -> HostedRelay:
-    """A HostedRelay as `shared.bootstrap.hosted_relay` builds it (settings checked, the flag
-    read once), with `work` in place of the sweep when the flag names this kind."""
+    """A HostedRelay as `shared.bootstrap.Host` builds it (settings checked, the flag read once),
+    with `work` in place of the sweep when the flag names this kind."""
     require_host(settings, kind)
     if not is_named(settings, kind):
         return HostedRelay(kind, settings)

@@ -10,13 +10,15 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from shared.bootstrap import notice_sweep
-from shared.clock import FakeClock
+from shared.bootstrap import bootstrap
+from shared.clock import Clock, FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.notices.claim import NoticeClaim
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport
+from shared.settings import load_settings
 from tests.support.hosts import CONTACT
 from tests.support.users import add_user
 
@@ -196,22 +198,28 @@ class RacingTransport:
 
 def make_sweep(
     engine: Engine,
-    clock: FakeClock,
+    clock: Clock,
     transport: NoticeTransport,
     *,
     runner: str = "function/test/1/0000aaaa",
     lease_seconds: int = 120,
     batch_size: int = 100,
+    claim: NoticeClaim | None = None,
 ) -> NoticeSweep:
-    return notice_sweep(
-        engine,
-        clock,
-        transport,
-        runner=runner,
-        lease_seconds=lease_seconds,
-        batch_size=batch_size,
-        contact=CONTACT,
+    """`runner`'s sweep through the composition root, into `transport`, under `claim` when the
+    test brings its own: a host's settings with the lease, the batch and the suite's contact."""
+    settings = load_settings(
+        {
+            "Notices__LeaseSeconds": str(lease_seconds),
+            "Notices__BatchSize": str(batch_size),
+            "Notices__Contact": CONTACT,
+        }
     )
+    sweep = bootstrap(
+        settings, engine, clock, runner=runner, transport=transport, claim=claim
+    ).sweep
+    assert sweep is not None  # built for the runner named
+    return sweep
 
 
 class CountingTransport:

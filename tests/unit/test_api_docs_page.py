@@ -12,9 +12,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from fastapi.testclient import TestClient
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from shared.settings import SettingsError, load_settings
+from tests.support.hosts import make_app
 
 BASE = "http://testserver"
 
@@ -31,8 +30,8 @@ class _References(HTMLParser):
 
 
 def _client(host: Literal["api", "function"] = "api", **settings: str) -> TestClient:
-    context = AppContext(load_settings(settings), database_url="sqlite://", host=host)
-    return TestClient(create_app(context))
+    app = make_app(load_settings(settings), db_url="sqlite://", host=host)
+    return TestClient(app)
 
 
 def test_the_page_and_every_asset_it_references_come_from_the_app_itself() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from api_funcs.served import build_served_app
-from shared.bootstrap import start_function_host
+from shared.bootstrap import Host
 from shared.settings import Settings, load_settings
 from tests.support import CHAIN_KEY
 
@@ -43,7 +43,7 @@ def test_the_function_runner_announces_schedule_lease_batch_and_target_with_the_
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        start_function_host(_settings(tmp_path, "Function"))
+        Host("function", _settings(tmp_path, "Function"))
     (line,) = _lines(caplog)
     assert re.fullmatch(
         rf"Notice relay: live as function/{NAME}, schedule 0 \*/1 \* \* \* \*, lease 120s, "

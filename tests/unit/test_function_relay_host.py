@@ -1,4 +1,4 @@
-"""ADR-0051: the Function runner's host logic (the HostedRelay start_function_host composes),
+"""ADR-0051: the Function runner's host logic (the HostedRelay shared.bootstrap.Host composes),
 which the timer trigger only feeds with each tick's `past_due`. The end-to-end invocation of the
 real user code is in tests/integration/hosts/test_notice_relay_function.py; here, the host's own
 guarantees."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from shared.bootstrap import start_function_host
+from shared.bootstrap import Host
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, SettingsError, load_settings
 from tests.support.connections import connection_attempts, unused_port
@@ -33,8 +33,9 @@ def test_the_announcement_names_the_runner_schedule_lease_batch_and_target(
 ) -> None:
     """ADR-0051: the start line names the runner, schedule, lease, batch and target."""
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        host = start_function_host(
-            _settings(tmp_path, Notices__Schedule="30 */5 * * * *", Notices__BatchSize="25")
+        host = Host(
+            "function",
+            _settings(tmp_path, Notices__Schedule="30 */5 * * * *", Notices__BatchSize="25"),
         ).relay
     (line,) = [r.getMessage() for r in caplog.records if r.name == RELAY_LOGGER]
     assert host.runner is not None
@@ -52,7 +53,7 @@ def test_start_opens_nothing_and_the_first_tick_connects(
 ) -> None:
     """ADR-0051: starting the host opens no connection; the first tick does."""
     with connection_attempts() as attempts:
-        host = start_function_host(_settings(tmp_path)).relay
+        host = Host("function", _settings(tmp_path)).relay
         assert attempts == []
         with caplog.at_level(logging.INFO):
             host.tick(past_due=False)  # the database is down: an Error, never an exception
@@ -95,7 +96,7 @@ def test_not_named_every_tick_returns_at_once(
 ) -> None:
     """ADR-0051 D4: when the flag does not name the Function, every tick returns at once."""
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
-        host: HostedRelay = start_function_host(_settings(tmp_path, runner=runner)).relay
+        host: HostedRelay = Host("function", _settings(tmp_path, runner=runner)).relay
         results = [host.tick(past_due=p) for p in (True, False, False)]
     assert results == [None, None, None] and not host.delivers
     assert [r.getMessage() for r in caplog.records] == [
@@ -114,6 +115,6 @@ def test_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
         }
     )
     with pytest.raises(SettingsError) as refused:
-        start_function_host(settings)
+        Host("function", settings)
     assert "Notices__PickupDirectory" in str(refused.value)
     assert "Notices__Contact" in str(refused.value)

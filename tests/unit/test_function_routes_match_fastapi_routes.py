@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from fastapi.routing import APIRoute, iter_route_contexts
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.functions import OPERATIONS
 from shared.settings import load_settings
+from tests.support.hosts import make_app
 
 
 def _fastapi_operations() -> dict[str, tuple[str, frozenset[str]]]:
-    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    app = make_app(load_settings({}), db_url="sqlite://")
     routes: dict[str, tuple[str, frozenset[str]]] = {}
     # FastAPI 0.16x resolves included routers lazily: app.routes holds the router, not its routes.
     for context in iter_route_contexts(app.routes):
@@ -39,6 +38,6 @@ def test_the_functions_and_the_fastapi_routes_are_the_same_named_set() -> None:
 
 
 def test_the_openapi_document_is_served_under_api_but_is_no_operation() -> None:
-    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    app = make_app(load_settings({}), db_url="sqlite://")
     assert app.openapi_url == "/api/openapi.json"
     assert "openapi" not in {op.name for op in OPERATIONS}

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.functions import OPERATIONS
 from shared.settings import load_settings
+from tests.support.hosts import make_app
 
 
 def _flat(routes: list[Any]) -> list[Any]:
@@ -25,7 +24,7 @@ def _flat(routes: list[Any]) -> list[Any]:
 
 
 def test_every_operation_is_a_fastapi_route_of_the_same_name_route_and_methods() -> None:
-    app = create_app(AppContext(load_settings({})))
+    app = make_app(load_settings({}))
     routes = {
         getattr(r, "name", None): (getattr(r, "path", ""), sorted(getattr(r, "methods", ())))
         for r in _flat(app.routes)
@@ -40,7 +39,7 @@ def test_every_operation_is_a_fastapi_route_of_the_same_name_route_and_methods()
 
 @pytest.fixture(scope="module")
 def openapi() -> dict[str, Any]:
-    return create_app(AppContext(load_settings({}))).openapi()
+    return make_app(load_settings({})).openapi()
 
 
 @pytest.mark.parametrize(

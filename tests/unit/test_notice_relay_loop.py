@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.served import attach_relay
-from shared.bootstrap import hosted_relay
+from shared.bootstrap import Host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
-from tests.support.hosts import hosted, relay_environ
+from tests.support.hosts import hosted, make_app, relay_environ
 
 pytestmark = pytest.mark.adr("0048", "D1")
 
@@ -100,7 +98,7 @@ def test_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_next_p
     # The catch-all is the sweep's own (D1, D7); the loop around it has none and lives on.
     secret_dir = tmp_path / "someone-secret" / "missing"
     settings = _settings(tmp_path, Database__Url=f"sqlite:///{secret_dir / 'x.db'}")
-    _, relay = hosted_relay("api", settings)
+    relay = Host("api", settings).relay
     service = NoticeRelayService(relay)
     errors: list[logging.LogRecord] = []
 
@@ -206,7 +204,7 @@ def test_http_is_answered_while_a_sweep_is_delivering(tmp_path: Path) -> None:
         release.wait(WAIT)
 
     settings = _settings(tmp_path)
-    app = create_app(AppContext(settings))
+    app = make_app(settings)
     service = NoticeRelayService(hosted("api", settings, blocking_sweep))
     attach_relay(app, service)
     try:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes.transactions import REFUSALS
 from shared.errors import Refusal
 from shared.money.refusals import DailyLimitExceeded, InsufficientFunds
 from shared.settings import load_settings
+from tests.support.hosts import make_app
 
 
 def _schema_of(responses: dict[Any, Any], status: int, code: str) -> dict[str, Any]:
@@ -22,7 +21,7 @@ def _schema_of(responses: dict[Any, Any], status: int, code: str) -> dict[str, A
 
 
 def test_each_money_operations_document_lists_exactly_the_codes_of_its_refusal_classes() -> None:
-    document = create_app(AppContext(load_settings({}))).openapi()
+    document = make_app(load_settings({})).openapi()
     operations = {
         op["operationId"]: op for path in document["paths"].values() for op in path.values()
     }

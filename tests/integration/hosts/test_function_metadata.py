@@ -87,8 +87,7 @@ _START_NAMED = textwrap.dedent(
     attempts = []
     event.listen(Engine, "do_connect", lambda *a: attempts.append("connect"))
     import function_app
-    import relay_func
-    print(json.dumps({"attempts": attempts, "delivers": relay_func.host.delivers}))
+    print(json.dumps({"attempts": attempts, "delivers": function_app.host.relay.delivers}))
     """
 )
 

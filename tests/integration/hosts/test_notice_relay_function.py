@@ -37,10 +37,11 @@ _HOST = textwrap.dedent(
     logging.getLogger().setLevel(logging.INFO)
 
     import function_app  # the host's start: settings read and checked, once
-    import relay_func
     from azure.functions.timer import TimerRequest
 
-    user_code = relay_func.notice_relay.build().get_user_function()
+    (timer,) = [f for f in function_app.app.get_functions()
+                if f.get_function_name() == "notice_relay"]
+    user_code = timer.get_user_function()
     pickup = os.environ.get("Notices__PickupDirectory")
     out = {"start": records[:], "steps": []}
     for step in json.loads(sys.argv[1]):

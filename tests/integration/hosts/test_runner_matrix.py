@@ -3,7 +3,7 @@ host, `serve`}. Exactly the named host delivers; the other logs the flag's value
 nothing; None delivers nowhere.
 
 Both hosts are driven in-process, as each starts: the Function host as `relay_func` builds it
-(start_function_host) and one tick; `serve`'s app as `build_served_app` builds it, its relay
+(shared.bootstrap.Host) and one tick; `serve`'s app as `build_served_app` builds it, its relay
 started, one sweep, stopped. Real SQLite and PostgreSQL, a real pickup directory under tmp_path
 (outside any git tree).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from api_funcs.served import build_served_app
-from shared.bootstrap import start_function_host
+from shared.bootstrap import Host
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.support.connections import connection_attempts, unused_port
@@ -34,7 +34,7 @@ def _settings(db_url: str, pickup: Path, runner: str) -> Settings:
 
 
 def _drive_function_host(settings: Settings) -> None:
-    start_function_host(settings).relay.tick(past_due=False)
+    Host("function", settings).relay.tick(past_due=False)
 
 
 def _drive_serve(settings: Settings) -> None:

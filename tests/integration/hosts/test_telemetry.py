@@ -21,11 +21,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from api_funcs.telemetry import CONNECTION_STRING, host_telemetry
 from api_funcs.telemetry_recorder import OpenTelemetryRecorder
-from shared.bootstrap import hosted_relay
+from shared.bootstrap import Host
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work, writing_unit_of_work
@@ -34,7 +32,7 @@ from shared.notices.status import owed_backlog_reader
 from shared.settings import load_settings
 from shared.telemetry import NO_TELEMETRY
 from tests.support.checkout import run_python
-from tests.support.hosts import CHAIN_KEY, CONTACT, host_environ
+from tests.support.hosts import CHAIN_KEY, CONTACT, host_environ, make_app
 from tests.support.money import Bank, unique_key
 from tests.support.notices import START, add_notice
 from tests.support.users import PIN, WRONG_PIN, add_user
@@ -123,7 +121,7 @@ def test_each_sweep_is_a_trace_and_counts_delivered_refused_and_failed_by_runner
             Notices__Contact=CONTACT,
         )
     )
-    _, relay = hosted_relay("function", settings, clock=clock, telemetry=exported.recorder)
+    relay = Host("function", settings, clock=clock, telemetry=exported.recorder).relay
     summary = relay.tick(past_due=False)
     assert summary is not None
     assert (summary.delivered, summary.refused, summary.failed) == (1, 1, 1)
@@ -174,10 +172,8 @@ def test_a_gauge_whose_read_fails_observes_nothing_and_the_export_goes_on(
 
 def _bank(sqlite_url: str, clock: FakeClock, exported: Exported, **environ: str) -> TestClient:
     settings = load_settings(host_environ(sqlite_url, **environ))
-    context = AppContext(
-        settings, clock=clock, database_url=sqlite_url, telemetry=exported.recorder
-    )
-    return TestClient(create_app(context), raise_server_exceptions=False)
+    app = make_app(settings, clock=clock, db_url=sqlite_url, telemetry=exported.recorder)
+    return TestClient(app, raise_server_exceptions=False)
 
 
 def test_every_http_operation_is_a_server_span_and_each_alerting_refusal_is_counted(

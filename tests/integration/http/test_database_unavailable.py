@@ -19,15 +19,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from shared.clock import FakeClock
 from shared.db.engine import build_engine, get_engine
 from shared.db.faults import is_unavailable as is_database_unavailable
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
 from tests.support.connections import unused_port
-from tests.support.hosts import host_environ
+from tests.support.hosts import host_environ, make_app
 from tests.support.money import DEPOSIT, MINT, open_bank, unique_key
 from tests.support.tokens import bearer
 
@@ -65,7 +63,7 @@ def unreachable_url() -> str:
 @pytest.fixture
 def outage_client(unreachable_url: str) -> Iterator[TestClient]:
     settings = load_settings(host_environ(unreachable_url))
-    app = create_app(AppContext(settings, clock=FakeClock(), database_url=unreachable_url))
+    app = make_app(settings, clock=FakeClock(), db_url=unreachable_url)
     # raise_server_exceptions=True: an exception that left the app would fail the request here,
     # as it would reach uvicorn's error log in a served host.
     with TestClient(app, raise_server_exceptions=True) as client:
@@ -112,7 +110,7 @@ def test_health_still_answers_200_while_the_database_is_down(outage_client: Test
 
 def test_the_document_declares_503_database_unavailable_on_every_operation_but_health() -> None:
     """Health touches no database; readiness declares its own 503 (the failing check named)."""
-    app = create_app(AppContext(load_settings(host_environ("sqlite:///never-opened.db"))))
+    app = make_app(load_settings(host_environ("sqlite:///never-opened.db")))
     operations = {
         op["operationId"]: op for path in app.openapi()["paths"].values() for op in path.values()
     }

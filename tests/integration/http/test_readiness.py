@@ -14,13 +14,11 @@ from azure.storage.blob import BlobServiceClient
 from fastapi.testclient import TestClient
 from sqlalchemy import delete
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from shared.db.engine import get_engine
 from shared.db.schema import AuditChainTail
 from shared.db.uow import unit_of_work
 from shared.settings import load_settings
-from tests.support.hosts import CHAIN_KEY, CONTACT, SIGNING_KEY, host_environ
+from tests.support.hosts import CHAIN_KEY, CONTACT, SIGNING_KEY, host_environ, make_app
 
 DATABASE_CHECKS = {"database": "ok", "schema": "ok", "auditChain": "ok"}
 
@@ -29,7 +27,7 @@ def _ready(
     url: str, *, host: Literal["api", "function"] = "api", **environ: str
 ) -> tuple[int, dict[str, Any], str]:
     settings = load_settings(host_environ(url, **environ))
-    app = create_app(AppContext(settings, database_url=url, host=host))
+    app = make_app(settings, db_url=url, host=host)
     with TestClient(app, raise_server_exceptions=False) as client:
         answer = client.get("/api/health/ready")  # no Authorization: anonymous
     assert answer.headers["content-type"] == "application/json"
@@ -155,7 +153,7 @@ def test_a_blob_pickup_is_ready_while_its_container_exists_and_503_once_it_is_go
 
 
 def test_readiness_is_declared_anonymous_with_its_503() -> None:
-    app = create_app(AppContext(load_settings({}), database_url="sqlite://"))
+    app = make_app(load_settings({}), db_url="sqlite://")
     operation = app.openapi()["paths"]["/api/health/ready"]["get"]
     assert operation["operationId"] == "ready"
     assert "security" not in operation

@@ -7,9 +7,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
-from tests.support.hosts import host_settings, served_routes
+from tests.support.hosts import host_settings, make_app, served_routes
 
 ROUTES = served_routes()
 
@@ -23,7 +21,7 @@ def test_every_operation_and_the_document_are_walked() -> None:
 def test_a_trailing_slash_is_404_not_found_never_a_redirect_to_the_host_header(
     sqlite_url: str, method: str, path: str
 ) -> None:
-    app = create_app(AppContext(host_settings(sqlite_url)))
+    app = make_app(host_settings(sqlite_url))
     with TestClient(app, raise_server_exceptions=True) as client:
         response = client.request(
             method, path + "/", headers={"Host": "evil.example"}, follow_redirects=False

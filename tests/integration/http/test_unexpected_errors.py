@@ -19,10 +19,8 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
 from shared.clock import FakeClock
-from tests.support.hosts import host_settings
+from tests.support.hosts import host_settings, make_app
 from tests.support.leak_watch import LeakWatch
 
 ADDRESS = "someone.private@example.test"
@@ -34,7 +32,7 @@ def _fail() -> None:
 
 
 def _app(sqlite_url: str) -> FastAPI:
-    app = create_app(AppContext(host_settings(sqlite_url), clock=FakeClock()))
+    app = make_app(host_settings(sqlite_url), clock=FakeClock())
     app.add_api_route(FAULT, _fail, methods=["GET"])
     return app
 

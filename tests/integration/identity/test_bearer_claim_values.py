@@ -13,7 +13,7 @@ from typing import Any
 import jwt
 import pytest
 
-from shared.bootstrap import token_verifier
+from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
 from tests.support.hosts import SIGNING_KEY, api_client, host_settings
@@ -107,7 +107,7 @@ def _sub_cases(user_id: str) -> dict[str, str]:
 @pytest.mark.parametrize("case", sorted(_time_cases(0)))
 def test_a_time_claim_that_is_not_a_whole_number_in_range_is_refused(case: str) -> None:
     clock = FakeClock()
-    verifier = token_verifier(host_settings("sqlite://"), clock)
+    verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
     overrides = _time_cases(int(clock.now().timestamp()))[case]
     token = _sign_with_literals(_claims(clock, "some-user", **overrides))
     with pytest.raises(InvalidToken):
@@ -119,7 +119,7 @@ def test_a_time_claim_that_is_not_a_whole_number_in_range_is_refused(case: str) 
 )
 def test_a_sub_no_database_can_compare_is_refused_by_the_verifier(case: str) -> None:
     clock = FakeClock()
-    verifier = token_verifier(host_settings("sqlite://"), clock)
+    verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
     token = _sign(_claims(clock, _sub_cases("0f8fad5b-d9cb-469f-a165-70867728950e")[case]))
     with pytest.raises(InvalidToken):
         verifier.verify(token)
@@ -128,7 +128,7 @@ def test_a_sub_no_database_can_compare_is_refused_by_the_verifier(case: str) -> 
 def test_whole_numbers_near_now_are_accepted_as_time_claims() -> None:
     """The edges: a float with no fraction is a whole number; iat/nbf within the leeway pass."""
     clock = FakeClock()
-    verifier = token_verifier(host_settings("sqlite://"), clock)
+    verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
     now = int(clock.now().timestamp())
     for overrides in (
         {},

@@ -14,7 +14,7 @@ import jwt
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from shared.bootstrap import token_verifier
+from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
 from tests.support.hosts import SIGNING_KEY, api_client, host_settings
@@ -135,7 +135,7 @@ def _sign(claims: dict[str, Any]) -> str:
 
 
 USER_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
-VERIFIER = token_verifier(host_settings("sqlite://"), CLOCK)
+VERIFIER = bootstrap(host_settings("sqlite://"), clock=CLOCK).tokens
 
 
 @settings(max_examples=300, deadline=None)

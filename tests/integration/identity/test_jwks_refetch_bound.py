@@ -14,7 +14,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from shared.bootstrap import token_verifier
+from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
 from shared.identity.tokens import InvalidToken, TokenVerifier
@@ -72,7 +72,7 @@ def _environ(url: str, **overrides: str) -> dict[str, str]:
 
 
 def _verifier(url: str, clock: FakeClock) -> TokenVerifier:
-    return token_verifier(load_settings(_environ(url)), clock)
+    return bootstrap(load_settings(_environ(url)), clock=clock).tokens
 
 
 def _token(clock: FakeClock, key: Any, kid: str, alg: str = "RS256", **overrides: Any) -> str:
@@ -205,7 +205,7 @@ def test_a_jwks_host_without_issuer_and_audience_refuses_every_token(
     clock = FakeClock()
     environ = _environ(server.url)
     del environ["Auth__Issuer"], environ["Auth__Audience"]
-    verifier = token_verifier(load_settings(environ), clock)
+    verifier = bootstrap(load_settings(environ), clock=clock).tokens
     assert _refused(verifier, _token(clock, rsa_key, "key-1"))
     assert server.hits == 0
 

@@ -16,7 +16,7 @@ from shared.db.engine import get_engine
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
 from shared.db.uow import unit_of_work
 from shared.money.accounts import post_entry
-from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_query
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.refusals import DailyLimitExceeded
 from tests.support.users import make_user
 
@@ -163,7 +163,9 @@ def test_the_daily_sum_is_an_index_seek_on_the_users_day_on_postgresql(
         conn.execute(text('ANALYZE "Transactions"'))
         conn.execute(text('ANALYZE "Accounts"'))
     _row(url, user.account_ids[0], "5", DAY)
-    query = daily_outflow_query(user.user_id, MIDNIGHT, NEXT_MIDNIGHT)
+    query = daily_outflow_statement().params(
+        user_id=user.user_id, day_start=MIDNIGHT, day_end=NEXT_MIDNIGHT
+    )
     compiled = query.compile(engine, compile_kwargs={"literal_binds": True})
     with engine.connect() as conn:
         plan = "\n".join(row[0] for row in conn.execute(text(f"EXPLAIN {compiled}")))

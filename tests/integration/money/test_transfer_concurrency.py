@@ -7,7 +7,6 @@ is expected to FAIL, showing the day exceed the limit (ADR-0050 D5: "a day of 80
 
 from __future__ import annotations
 
-import base64
 import functools
 import os
 import threading
@@ -20,20 +19,20 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from shared.audit.chain import AuditChain
+from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account, AspNetUser
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.errors import DomainError
-from shared.identity.pins import verify_pin
-from shared.money.applock_sql import DailyLimitLock, take_daily_limit_lock
+from shared.money.applock_sql import take_daily_limit_lock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
 from shared.money.transfers import TransferOrder, TransferService
-from shared.settings import PinSettings
+from shared.settings import load_settings
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import open_bank, unique_key
+from tests.support.no_lock import NoDailyLimitLock
 from tests.support.users import PIN, enrol_pin, make_user
 
 pytestmark = pytest.mark.adr("0050", "D5")
@@ -62,23 +61,24 @@ class Services:
 
 
 def _services(url: str, *, lock_enabled: bool, timeout: int = 10) -> Services:
-    engine = get_engine(url)
+    """The host's services through the composition root; without the lock, the root is handed
+    one that takes none."""
     clock = FakeClock(START)
-    limit = DailyOutflowLimit(CEILING, clock)
-    pin_check = functools.partial(verify_pin, engine, clock, PinSettings())
-    return Services(
-        engine,
-        clock,
-        limit,
-        TransferMint(engine, clock, limit, pin_check, authorization_seconds=300),
-        TransferService(
-            engine,
-            clock,
-            limit,
-            DailyLimitLock(timeout, enabled=lock_enabled),
-            AuditChain(base64.b64decode(CHAIN_KEY)),
-        ),
+    settings = load_settings(
+        {
+            "Database__Url": url,
+            "Audit__ChainKey": CHAIN_KEY,
+            "DailyLimit__Amount": str(CEILING),
+            "DailyLimit__LockTimeoutSeconds": str(timeout),
+        }
     )
+    built = bootstrap(
+        settings,
+        get_engine(url),
+        clock,
+        daily_limit_lock=None if lock_enabled else NoDailyLimitLock(),
+    )
+    return Services(built.engine, clock, built.limit, built.mint, built.transfers)
 
 
 def _run_together(calls: list[functools.partial[object]]) -> list[object]:

@@ -22,7 +22,6 @@ import pytest
 from sqlalchemy import Engine, func, or_, select, text, update
 from sqlalchemy.orm import Session
 
-from shared.bootstrap import notice_sweep
 from shared.clock import SystemClock
 from shared.db.engine import build_engine
 from shared.db.schema import SubscriberNotice
@@ -30,8 +29,7 @@ from shared.db.uow import unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
-from tests.support.hosts import CONTACT
-from tests.support.notices import owed_notices
+from tests.support.notices import make_sweep, owed_notices
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -129,14 +127,13 @@ def _race(url: str, pickup: Path, *, naive: bool) -> Race:
             claim = (NaiveClaim if naive else WitnessedClaim)(
                 name, lease_seconds=LEASE_SECONDS, batch_size=BATCH
             )
-            sweep = notice_sweep(
+            sweep = make_sweep(
                 engine,
                 SystemClock(),
                 PickupDirectoryTransport(pickup),
                 runner=name,
                 lease_seconds=LEASE_SECONDS,
                 batch_size=BATCH,
-                contact=CONTACT,
                 claim=claim,
             )
             runs = race.summaries.setdefault(name, [])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.bootstrap import notice_transport, runner_sweep
+from shared.bootstrap import bootstrap, notice_transport
 from shared.clock import FakeClock
 from shared.notices.transports import (
     BlobContainerTransport,
@@ -80,7 +80,7 @@ def test_a_runners_sweep_refuses_to_exist_without_the_contact(
     try:
         settings = load_settings({"Notices__PickupDirectory": str(pickup)})
         with pytest.raises(SettingsError, match="Notices__Contact: missing"):
-            runner_sweep(settings, engine, FakeClock(), "api/h/1/00000000")
+            bootstrap(settings, engine, FakeClock(), runner="api/h/1/00000000")
         settings = load_settings(
             {
                 "Notices__PickupDirectory": str(pickup),
@@ -89,7 +89,8 @@ def test_a_runners_sweep_refuses_to_exist_without_the_contact(
                 "Notices__BatchSize": "7",
             }
         )
-        sweep = runner_sweep(settings, engine, FakeClock(), "api/h/1/00000000")
+        sweep = bootstrap(settings, engine, FakeClock(), runner="api/h/1/00000000").sweep
+        assert sweep is not None
         assert (sweep.claim.lease.total_seconds(), sweep.claim.batch_size) == (90, 7)
         assert sweep.run().held == 0
     finally:

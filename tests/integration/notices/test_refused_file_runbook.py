@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from shared.bootstrap import start_function_host
+from shared.bootstrap import Host
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.hosted import HostedRelay
@@ -46,7 +46,7 @@ def _refused(
     notice = owed_notices(db_url, start=just_now())[0].id
     # A file left by a runner that died before its mark (D3).
     (pickup / f"{notice}.eml").write_bytes(b"left behind\n")
-    host = start_function_host(settings, clock=clock).relay
+    host = Host("function", settings, clock=clock).relay
     summary = host.tick(past_due=False)
     assert summary is not None and summary.refused == 1
     assert notice_row(db_url, notice).DeliveredAt is None
