@@ -266,11 +266,14 @@ def _report(
         if ours is not None and theirs is not None:
             verdict = "met" if ours / theirs <= goal else "not met"
             print(f"  goal: {phase} ≤ {goal} × {peer}: {ours / theirs:.2f}, {verdict}")
-    print("  phases of this app (median of each step's own seconds):")
+    print("  each step's own seconds (median):")
     steps = [p for p, _ in PHASES]
     for before, after in itertools.pairwise(["spawn", *steps]):
-        own = [r[after] - (r[before] if before != "spawn" else 0.0) for r in results["azurebank"]]
-        print(f"    {before:>28s} → {after:28s} {statistics.median(own):6.3f}")
+        row = []
+        for label in labels:
+            own = [r[after] - r.get(before, 0.0) for r in results[label] if after in r]
+            row.append(f"{statistics.median(own):10.3f}" if own else "         -")
+        print(f"    {before:>26s} → {after:26s}" + "".join(row))
     print("  -X importtime: each app's costliest top-level imports, cumulative ms (their own):")
     for label, entries in imports.items():
         print(f"    {label}:")
