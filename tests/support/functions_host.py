@@ -118,7 +118,7 @@ class _EventStream:
                     self.logs.append(message.rpc_log)
                 else:
                     self.inbox.put((time.perf_counter(), message))
-        except Exception:  # noqa: S110 - the stream ends with the worker; `expect` says so
+        except Exception:  # noqa: S110 - the stream ends with the worker; `_expect` reports it
             pass
         finally:
             self.inbox.put((time.perf_counter(), None))
