@@ -1,25 +1,27 @@
-"""Benchmark: a cold Functions instance, as the worker meets it (bench/README.md, Cold start).
+"""Benchmark: a cold Functions instance, through the real Python worker (bench/README.md).
 
     python -m bench.cold_start [--runs 9] [--before REV]
 
-Each figure is the median of `--runs` fresh interpreters, timed inside the interpreter from the
-first import to the answer (the interpreter's own start is not counted). Per round the commands
-run in a rotated order, so drift on a shared machine hits every command alike:
+Each round starts the Azure Functions Python worker 4.34.0 (tests/support/python_worker.py) as
+Azure starts it on Linux, once per app, on the app's package built as a remote build builds it
+(tests/support/remote_build.py: read-only at /home/site/wwwroot, a bare interpreter), and the
+suite's stand-in host (tests/support/functions_host.py) drives it over gRPC: WorkerInit,
+indexing (FunctionsMetadataRequest: the worker imports function_app.py), one load per Function,
+then `GET /api/health` and `GET /api/accounts` with a bearer. Each figure is seconds from the
+worker's process start to that answer, the median over the rounds; the apps run back to back in
+an order rotated each round, so drift on a shared machine hits every app alike, and a ratio is
+the median of the rounds' own ratios.
 
-- frameworks: `import azure.functions, fastapi, sqlalchemy.orm, pydantic` (what the app runs on);
-- import: `import function_app`;
-- import + first health: then `health`'s user function called as the worker calls it,
-  `fn.get_user_function()(func.HttpRequest(...), None)`, on the functions `get_functions()`
-  indexed;
-- import + first accounts: the same for `accounts` with a local bearer token, against a migrated
-  PostgreSQL database with one user and one account.
+The apps: this checkout's; "hello", one anonymous HTTP Function (bench/hello_app.py); "minimal",
+FastAPI + SQLAlchemy ORM behind func.AsgiMiddleware with one bearer-checked route reading the
+caller's account (bench/minimal_app.py); with --before REV, this app at REV too (a git worktree).
+The peers run on this app's installed packages (.python_packages), so every app imports the same
+versions. The database is a migrated PostgreSQL database with one user and one account, created
+and dropped. Settings: what each app requires (this app: Database__Url, Audit__ChainKey and a
+local Auth__SigningKey; Notices__Runner None).
 
-With `--before REV` the three function_app commands also run on a detached git worktree of REV
-(same virtualenv, same database, alternated with this checkout's), so before and after are one
-run. Each path also lists the heavy modules it imported without needing them (HEAVY: what needs
-each). Settings are the defaults plus what the Functions host requires (Database__Url,
-Audit__ChainKey) and Auth__SigningKey: no blob container, no managed identity, no JWKS URL, no
-telemetry connection string, Notices__Runner None. The database is created and dropped.
+After the timed rounds, each app starts once more under PYTHONPROFILEIMPORTTIME (not timed): the
+report lists the top-level imports that cost the most, and the package's size.
 """
 
 from __future__ import annotations
@@ -27,105 +29,84 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import json
+import itertools
 import os
+import re
+import shutil
 import statistics
-import subprocess
-import sys
-import textwrap
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.relay import bench_database
 from bench.worktree import worktree
+from tests.support.functions_host import WorkerSession, worker_session
+from tests.support.python_worker import PythonWorker, python_worker
+from tests.support.remote_build import Package, azure_launch, build_package, mounts_wwwroot
 
 REPO = Path(__file__).resolve().parent.parent
-
-FRAMEWORKS = "import azure.functions, fastapi, sqlalchemy.orm, pydantic"
-
-# Heavy modules, and what needs each; a path that imports one it does not need is listed.
-HEAVY: dict[str, str] = {
-    "fastapi": "an HTTP request (the one FastAPI app)",
-    "sqlalchemy.orm": "the app's routes, or a database",
-    "shared.db.schema": "the app's routes, or a database",
-    "api_funcs.app": "an HTTP request",
-    "jwt": "a bearer token",
-    "cryptography": "a bearer token (PyJWT imports it when installed)",
-    "shared.identity.jwks": "Auth__JwksUrl",
-    "urllib.request": "a bearer token (PyJWT imports it for its JWKS client)",
-    "psycopg": "a PostgreSQL database, on first use",
-    "pyodbc": "a SQL Server database",
-    "azure.identity": "a managed identity (NoticesStorage__blobServiceUri, Entra SQL sign-in)",
-    "azure.storage.blob": "Notices__PickupContainer",
-    "azure.core.pipeline": "Notices__PickupContainer or a managed identity",
-    "alembic": "`azurebank db upgrade`",
-    "uvicorn": "`azurebank serve`",
-    "shared.notices.sweep": "Notices__Runner=Function, on a tick",
-    "shared.notices.render": "Notices__Runner=Function, on a tick",
-    "shared.money.transfers": "a money operation (the app's routes)",
-    "opentelemetry.sdk": "a telemetry connection string",
-    "azure.monitor.opentelemetry": "a telemetry connection string",
-}
-# What each path needs of HEAVY, with these settings.
-NEEDS: dict[str, set[str]] = {
-    "import": set(),
-    "health": {"fastapi", "sqlalchemy.orm", "shared.db.schema", "api_funcs.app"}
-    | {"shared.money.transfers"},
-    "accounts": {"fastapi", "sqlalchemy.orm", "shared.db.schema", "api_funcs.app"}
-    | {"shared.money.transfers", "jwt", "cryptography", "urllib.request", "psycopg"},
-}
-
-CHILD = textwrap.dedent(
-    """
-    import json, sys, time
-    started, started_cpu = time.perf_counter(), time.process_time()
-    {imports}
-    imported, imported_cpu = time.perf_counter(), time.process_time()
-    status = None
-    if {call!r}:
-        import asyncio
-        import azure.functions as func
-        fn = next(f for f in function_app.app.get_functions()
-                  if f.get_function_name() == {call!r})
-        request = func.HttpRequest(method="GET", url="http://localhost/api/" + {call!r},
-                                   headers={headers!r}, body=b"", route_params={{}})
-        response = asyncio.run(fn.get_user_function()(request, None))
-        status = response.status_code
-    done, done_cpu = time.perf_counter(), time.process_time()
-    heavy = [m for m in {heavy!r} if m in sys.modules]
-    print(json.dumps({{"import": imported - started, "total": done - started,
-                      "import_cpu": imported_cpu - started_cpu, "total_cpu": done_cpu - started_cpu,
-                      "status": status, "heavy": heavy,
-                      "shared": sys.modules["shared"].__file__ if "shared" in sys.modules
-                                else None}}))
-    """
+BENCH = Path(__file__).resolve().parent
+# What the report prints for each app, from the worker's process start.
+PHASES = (
+    ("start_stream", "the worker connects (StartStream)"),
+    ("worker_init_response", "WorkerInit answered"),
+    ("function_metadata_response", "indexing answered (FunctionsMetadata)"),
+    ("loaded", "every Function loaded"),
+    ("health", "the first GET /api/health answered"),
+    ("accounts", "the first authenticated GET /api/accounts answered"),
 )
+# The answers compared across apps; the goals: indexing ≤ 1.3 × hello, accounts ≤ 1.0 × minimal.
+RATIOS = ("function_metadata_response", "health", "accounts")
+GOALS = (("function_metadata_response", "hello", 1.3), ("accounts", "minimal", 1.0))
+_IMPORT_TIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)$")
 
 
-def _child(
-    checkout: Path, imports: str, call: str, headers: dict[str, str], env: dict[str, str]
-) -> dict[str, object]:
-    code = CHILD.format(imports=imports, call=call, headers=headers, heavy=list(HEAVY))
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=checkout,
-        env={**env, "PYTHONPATH": str(checkout)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{checkout}: {imports} / {call} failed:\n{out.stderr[-3000:]}")
-    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
-    shared = result["shared"]
-    if isinstance(shared, str) and not shared.startswith(str(checkout)):
-        raise SystemExit(f"{checkout}: imported shared from {shared}")
-    if call and result["status"] != 200:
-        raise SystemExit(f"{checkout}: {call} answered {result['status']}")
-    return result
+@dataclass(frozen=True)
+class App:
+    label: str
+    package: Package
+    settings: dict[str, str]
+    accounts: bool  # whether it serves GET /api/accounts
 
 
-def _seed(url: str, settings_env: dict[str, str]) -> str:
+def _peer(name: str, module: Path, packages: Path, into: Path) -> Package:
+    """A peer app's package: its module as function_app.py, host.json, this app's packages."""
+    into.mkdir(parents=True)
+    shutil.copy2(module, into / "function_app.py")
+    shutil.copy2(REPO / "host.json", into / "host.json")
+    (into / ".python_packages").mkdir()
+    return Package(into, packages)
+
+
+def _apps(stack: contextlib.ExitStack, tmp: Path, url: str, before: str | None) -> list[App]:
+    ours = {
+        "Database__Url": url,
+        "Audit__ChainKey": base64.b64encode(os.urandom(32)).decode(),
+        "Auth__SigningKey": "cold-start-bench-" + "k" * 32,
+    }
+    this = build_package(tmp / "azurebank")
+    peer = {"Database__Url": url, "Auth__SigningKey": ours["Auth__SigningKey"]}
+    apps = [
+        App("azurebank", this, ours, True),
+        App(
+            "hello", _peer("hello", BENCH / "hello_app.py", this.packages, tmp / "hello"), {}, False
+        ),
+        App(
+            "minimal",
+            _peer("minimal", BENCH / "minimal_app.py", this.packages, tmp / "min"),
+            peer,
+            True,
+        ),
+    ]
+    if before:
+        checkout = stack.enter_context(worktree(before))
+        apps.append(App("before", build_package(tmp / "before", root=checkout), ours, True))
+    return apps
+
+
+def _seed(url: str, signing_key: str) -> str:
     """Migrate, add one user with one account; a bearer token for it."""
     from decimal import Decimal
 
@@ -153,89 +134,167 @@ def _seed(url: str, settings_env: dict[str, str]) -> str:
             session.commit()
     finally:
         engine.dispose()
-    return issue_token(load_settings(settings_env), SystemClock(), user.user_id)
+    settings = load_settings({"Auth__SigningKey": signing_key})
+    return issue_token(settings, SystemClock(), user.user_id, minutes=240)
+
+
+@contextlib.contextmanager
+def _worker(worker: PythonWorker, app: App, tmp: Path, **extra: str) -> Iterator[WorkerSession]:
+    folder = Path(tempfile.mkdtemp(dir=tmp, prefix=f"{app.label}-"))
+    (folder / "stage").mkdir()
+    launch = azure_launch(worker, app.package, {**app.settings, **extra}, folder / "stage")
+    with worker_session(worker, launch, folder) as session:
+        yield session
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _round(worker: PythonWorker, app: App, tmp: Path, token: str) -> dict[str, float]:
+    with _worker(worker, app, tmp) as session:
+        session.start()
+        marks = dict(session.marks)
+        health = session.http("GET", "/api/health")
+        if health.status != 200:
+            raise SystemExit(f"{app.label}: health answered {health.status}: {health.body!r}")
+        marks["health"] = health.at
+        if app.accounts:
+            accounts = session.http("GET", "/api/accounts", {"Authorization": f"Bearer {token}"})
+            if accounts.status != 200 or not accounts.json():
+                raise SystemExit(f"{app.label}: accounts answered {accounts.status}")
+            marks["accounts"] = accounts.at
+    return marks
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A top-level import of one start: cumulative µs, its name, and its direct imports'."""
+
+    micros: int
+    name: str
+    children: tuple[tuple[int, str], ...]
+
+
+def _import_times(worker: PythonWorker, app: App, tmp: Path, token: str) -> list[Imported]:
+    """The top-level imports of one start (the worker's, indexing's, the first requests'),
+    the costliest first. `-X importtime` prints each module after the modules it imported, one
+    indent deeper: a top-level line closes the second-level lines before it."""
+    with _worker(worker, app, tmp, PYTHONPROFILEIMPORTTIME="1") as session:
+        session.start()
+        session.http("GET", "/api/health")
+        if app.accounts:
+            session.http("GET", "/api/accounts", {"Authorization": f"Bearer {token}"})
+        stderr = session.stderr()
+    found: list[Imported] = []
+    children: list[tuple[int, str]] = []
+    for line in stderr.splitlines():
+        match = _IMPORT_TIME.match(line)
+        if match is None:
+            continue
+        micros, depth, name = int(match.group(2)), len(match.group(3)) // 2, match.group(4)
+        if depth == 1:
+            children.append((micros, name))
+        elif depth == 0:
+            found.append(Imported(micros, name, tuple(sorted(children, reverse=True))))
+            children = []
+    return sorted(found, key=lambda i: i.micros, reverse=True)
+
+
+def package_size(package: Package, tmp: Path) -> tuple[int, float, float]:
+    """Files, MB, and MB zipped (deflate) of the package: the app's files and .python_packages."""
+    files = [p for p in package.app.rglob("*") if p.is_file()]
+    files += [p for p in (package.packages / ".python_packages").rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    archive = tmp / "package.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for p in files:
+            zipped.write(
+                p, p.relative_to(package.packages if ".python_packages" in p.parts else package.app)
+            )
+    return len(files), size / 1e6, archive.stat().st_size / 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=9, help="fresh interpreters per command (≥7)")
-    parser.add_argument("--before", help="a git revision measured beside this checkout")
+    parser.add_argument("--runs", type=int, default=9, help="rounds (medians of ≥ 7)")
+    parser.add_argument("--before", help="a git revision of this app measured beside it")
+    parser.add_argument("--top", type=int, default=6, help="import-time entries per app")
     args = parser.parse_args()
-
-    with contextlib.ExitStack() as cleanup:
-        url = cleanup.enter_context(bench_database())
-        settings_env = {
-            "Database__Url": url,
-            "Audit__ChainKey": base64.b64encode(os.urandom(32)).decode(),
-            "Auth__SigningKey": "cold-start-bench-" + "k" * 32,
-        }
-        token = _seed(url, settings_env)
-        # The developer's own app settings must not leak into the measured host.
-        env = {k: v for k, v in os.environ.items() if "__" not in k}
-        env.update(settings_env)
-        checkouts = {"after": REPO}
-        if args.before:
-            checkouts = {"before": cleanup.enter_context(worktree(args.before)), "after": REPO}
-        auth = {"Authorization": f"Bearer {token}"}
-        commands: list[tuple[str, Path, str, str, dict[str, str]]] = [
-            ("frameworks", REPO, FRAMEWORKS, "", {})
-        ]
-        for label, checkout in checkouts.items():
-            commands += [
-                (f"{label} import", checkout, "import function_app", "", {}),
-                (f"{label} health", checkout, "import function_app", "health", {}),
-                (f"{label} accounts", checkout, "import function_app", "accounts", auth),
-            ]
-        results: dict[str, list[dict[str, object]]] = {c[0]: [] for c in commands}
+    worker = python_worker()
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="azurebank-cold-")))
+        url = stack.enter_context(bench_database())
+        apps = _apps(stack, tmp, url, args.before)
+        token = _seed(url, apps[0].settings["Auth__SigningKey"])
+        results: dict[str, list[dict[str, float]]] = {app.label: [] for app in apps}
         for round_ in range(args.runs):
-            shift = round_ % len(commands)
-            for label, checkout, imports, call, headers in commands[shift:] + commands[:shift]:
-                results[label].append(_child(checkout, imports, call, headers, env))
-    _report(args, results, list(checkouts))
+            shift = round_ % len(apps)
+            for app in apps[shift:] + apps[:shift]:
+                results[app.label].append(_round(worker, app, tmp, token))
+        imports = {app.label: _import_times(worker, app, tmp, token) for app in apps}
+        size = package_size(apps[0].package, tmp)
+    _report(args, results, imports, size)
 
 
-def _median(results: list[dict[str, object]], key: str) -> float:
-    return statistics.median(float(r[key]) for r in results)  # type: ignore[arg-type]
+def _median(results: dict[str, list[dict[str, float]]], app: str, phase: str) -> float | None:
+    values = [r[phase] for r in results[app] if phase in r]
+    return statistics.median(values) if values else None
 
 
-# (row label, command, the figure's key without its clock suffix)
-_ROWS = (
-    ("import function_app", "import", "import"),
-    ("import + first health", "health", "total"),
-    ("import + first accounts", "accounts", "total"),
-)
+def _paired(results: dict[str, list[dict[str, float]]], peer: str, phase: str) -> float | None:
+    pairs = zip(results["azurebank"], results[peer], strict=True)
+    ratios = [ours[phase] / theirs[phase] for ours, theirs in pairs if phase in theirs]
+    return statistics.median(ratios) if ratios else None
 
 
 def _report(
-    args: argparse.Namespace, results: dict[str, list[dict[str, object]]], labels: list[str]
+    args: argparse.Namespace,
+    results: dict[str, list[dict[str, float]]],
+    imports: dict[str, list[Imported]],
+    size: tuple[int, float, float],
 ) -> None:
+    where = "/home/site/wwwroot, read-only" if mounts_wwwroot() else "in place (no mount namespace)"
     print(
-        f"cold start: median of {args.runs} fresh interpreters each, PostgreSQL, "
-        f"{os.cpu_count()} CPUs; seconds of CPU (process_time) and of wall clock, "
-        "timed inside the interpreter"
+        f"cold start through the Python worker 4.34.0: median of {args.runs} rounds, "
+        f"{os.cpu_count()} CPUs, package at {where}; seconds from the worker's process start"
     )
-    for clock, suffix in (("cpu", "_cpu"), ("wall", "")):
-        frameworks = _median(results["frameworks"], "import" + suffix)
-        print(f"  [{clock}] frameworks ({FRAMEWORKS}): {frameworks:.3f}")
+    labels = list(results)
+    print(f"  {'':52s}" + "".join(f"{label:>10s}" for label in labels))
+    for phase, what in PHASES:
+        cells = [_median(results, label, phase) for label in labels]
+        print(f"  {what:52s}" + "".join("         -" if c is None else f"{c:10.3f}" for c in cells))
+    print("  ratios, this app ÷ another, each the median of the rounds' own ratios (the apps of a")
+    print("  round run back to back, so a round's ratio is what one moment of the machine gives):")
+    for phase, what in [p for p in PHASES if p[0] in RATIOS]:
+        for peer in [p for p in labels if p != "azurebank"]:
+            ratio = _paired(results, peer, phase)
+            if ratio is not None:
+                print(f"    {what:52s} ÷ {peer:8s} {ratio:5.2f}")
+    for phase, peer, goal in GOALS:
+        ratio = _paired(results, peer, phase)
+        if ratio is not None:
+            verdict = "met" if ratio <= goal else "not met"
+            print(f"  goal: {phase} ≤ {goal} × {peer}: {ratio:.2f}, {verdict}")
+    print("  each step's own seconds (median):")
+    steps = [p for p, _ in PHASES]
+    for before, after in itertools.pairwise(["spawn", *steps]):
+        row = []
         for label in labels:
-            for row, command, key in _ROWS:
-                value = _median(results[f"{label} {command}"], key + suffix)
-                print(
-                    f"  [{clock}] {label:6s} {row:24s} {value:6.3f}   "
-                    f"÷ frameworks {value / frameworks:.2f}"
-                )
-        if "before" in labels:
-            for row, command, key in _ROWS:
-                b = _median(results[f"before {command}"], key + suffix)
-                a = _median(results[f"after {command}"], key + suffix)
-                print(f"  [{clock}] after ÷ before, {row:24s} {a / b:.2f}")
-    for label in labels:
-        for _, command, _ in _ROWS:
-            heavy = results[f"{label} {command}"][0]["heavy"]
-            assert isinstance(heavy, list)
-            unneeded = [m for m in heavy if m not in NEEDS[command]]
-            listed = ", ".join(unneeded) or "none"
-            print(f"  {label:6s} {command:8s} imports without needing: {listed}")
+            own = [r[after] - r.get(before, 0.0) for r in results[label] if after in r]
+            row.append(f"{statistics.median(own):10.3f}" if own else "         -")
+        print(f"    {before:>26s} → {after:26s}" + "".join(row))
+    _report_imports(args.top, imports)
+    files, mb, zipped = size
+    print(f"  this app's package: {files} files, {mb:.1f} MB, {zipped:.1f} MB zipped")
+
+
+def _report_imports(top: int, imports: dict[str, list[Imported]]) -> None:
+    print("  -X importtime: each app's costliest top-level imports, cumulative ms (their own):")
+    for label, entries in imports.items():
+        print(f"    {label}:")
+        for entry in entries[:top]:
+            inner = ", ".join(f"{name} {us / 1000:.0f}" for us, name in entry.children[:4])
+            print(
+                f"      {entry.name} {entry.micros / 1000:.0f}" + (f" ({inner})" if inner else "")
+            )
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@
 # compose.yaml and the CI workflow against their schemas (check-jsonschema's built-in copies:
 # no network), since nothing here runs Docker or GitHub Actions.
 # Under CI=true a suite skipped for a missing service fails (tests/conftest.py), and so does a
-# whole run in which the SQLite, PostgreSQL or Azurite suite passed no test, or the SQL Server
-# suite passed none while AZUREBANK_TEST_SQLSERVER is set.
+# whole run in which the SQLite, PostgreSQL, Azurite or worker suite passed no test, or the SQL
+# Server suite passed none while AZUREBANK_TEST_SQLSERVER is set.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -189,8 +189,8 @@ export AZUREBANK_SUITE_SUMMARY="$SUMMARY_FILE"
 step "pytest" "$VENV_BIN/python" -m pytest "$@"
 
 # The closing line counts the tests; under CI=true a whole run must also have passed tests in
-# each of the SQLite, PostgreSQL and Azurite suites, and in the SQL Server suite when its URL
-# is set (a CI job that means to test SQL Server must not go green on skips).
+# each of the SQLite, PostgreSQL, Azurite and worker suites, and in the SQL Server suite when its
+# URL is set (a CI job that means to test SQL Server must not go green on skips).
 if ! closing="$("$VENV_BIN/python" - "$SUMMARY_FILE" "$#" <<'PY'
 import json
 import os
@@ -205,7 +205,7 @@ except (OSError, ValueError):
     sys.exit(1)
 total = {k: sum(s[k] for s in suites.values()) for k in ("passed", "failed", "skipped")}
 print(f"tests: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
-required = ["sqlite", "postgres", "azurite"]
+required = ["sqlite", "postgres", "azurite", "worker"]
 if os.environ.get("AZUREBANK_TEST_SQLSERVER"):
     required.append("sqlserver")
 missing = [n for n in required if suites.get(n, {}).get("passed", 0) == 0]

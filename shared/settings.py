@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import enum
 import os
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -283,22 +284,27 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return settings
 
 
+# A SQLAlchemy URL opens with `backend[+driver]://` (SQLAlchemy's own pattern for the name). Read
+# here without SQLAlchemy: the Functions host checks its settings while the worker indexes, and
+# SQLAlchemy costs a cold instance ~0.2 s that only the first request needs (bench/cold_start.py).
+_URL_NAME = re.compile(r"([\w+]+)://")
+
+
+def database_backend(url: str) -> str | None:
+    """The backend a SQLAlchemy URL names (`postgresql` for `postgresql+psycopg://…`), or None
+    when it is no SQLAlchemy URL."""
+    found = _URL_NAME.match(url)
+    return found.group(1).split("+")[0] if found else None
+
+
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
-    if url is not None:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
-        try:
-            backend = make_url(url).get_backend_name()
-        except ArgumentError:
-            backend = ""
-        if backend not in {"sqlite", "postgresql", "mssql"}:
-            problems.append(
-                f"Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
-                f"Fix: {fix_for('Database__Url')}."
-            )
+    if url is not None and database_backend(url) not in {"sqlite", "postgresql", "mssql"}:
+        problems.append(
+            f"Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
+            f"Fix: {fix_for('Database__Url')}."
+        )
     if s.Auth.SigningKey and s.Auth.JwksUrl:
         problems.append(
             "Auth__SigningKey: refused because Auth__JwksUrl is set. "

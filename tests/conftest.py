@@ -342,14 +342,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 # --- the suites summary: which rings ran (scripts/test.sh prints and checks it) ---------------
 
-_SUITE_ORDER = ("sqlite", "postgres", "azurite", "sqlserver", "e2e", "unit")
+_SUITE_ORDER = ("sqlite", "postgres", "azurite", "sqlserver", "worker", "e2e", "unit")
 _suite_of_test: dict[str, str] = {}
 _outcome_of_test: dict[str, str] = {}
 
 
 def _suite_of(item: pytest.Item) -> str:
-    """The ring a test belongs to: the service it needs, else e2e, else unit."""
-    for marker in ("sqlserver", "postgres", "azurite"):
+    """The ring a test belongs to: the worker ring, else the service it needs, else e2e, else
+    unit."""
+    for marker in ("worker", "sqlserver", "postgres", "azurite"):
         if item.get_closest_marker(marker) is not None:
             return marker
     # SQLite: the sqlite_url fixture, or the "sqlite" case of a parametrised database fixture.

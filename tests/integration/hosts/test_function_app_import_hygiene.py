@@ -30,8 +30,15 @@ NEVER = (
     "opentelemetry.sdk",
     "azure.monitor.opentelemetry",
 )
-# Needed by the first request, not by indexing.
-FIRST_REQUEST = ("fastapi", "sqlalchemy.orm", "shared.db.schema", "api_funcs.app", "shared.money")
+# Needed by the first request, not by indexing (the host's settings check at start included).
+FIRST_REQUEST = (
+    "fastapi",
+    "sqlalchemy",
+    "sqlalchemy.orm",
+    "shared.db.schema",
+    "api_funcs.app",
+    "shared.money",
+)
 # Needed by the first bearer token or the first query, not by health.
 FIRST_TOKEN_OR_QUERY = ("jwt", "cryptography", "psycopg")
 
