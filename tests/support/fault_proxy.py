@@ -20,6 +20,11 @@ applies to the connections open at the switch and to every new one:
                        the server, wait for the server's reply, drop it, and cut both sides: the
                        transaction committed and the app never heard. `once=True` returns the
                        proxy to PASS after the first cut.
+    HALF_OPEN_AT_COMMIT  relay both ways; when the app sends a message holding a COMMIT, withhold
+                       it, cut the app's side (RST) and keep the server's side open: the
+                       transaction stays open on the server, holding every lock it took, with
+                       its app gone (the app's side of a half-open connection died mid-work).
+                       `once=True` as above.
 
 In-process: `with FaultProxy() as proxy:` (threads; stopped on exit). From a subprocess test,
 `python -m tests.support.fault_proxy --upstream 127.0.0.1:5432` prints `listening PORT`, then
@@ -58,6 +63,7 @@ class Mode(enum.Enum):
     REFUSE = "refuse"
     HALF_OPEN = "half_open"
     COMMIT_REPLY_LOST = "commit_reply_lost"
+    HALF_OPEN_AT_COMMIT = "half_open_at_commit"
 
 
 def _rst(sock: socket.socket) -> None:
@@ -168,13 +174,16 @@ class _Pair:
             time.sleep(self.proxy.delay)
         from_client = sock is self.client
         other = self.upstream if from_client else self.client
-        if (
-            from_client
-            and mode is Mode.COMMIT_REPLY_LOST
-            and any(m in data for m in COMMIT_MARKERS)
-        ):
+        commit = from_client and any(m in data for m in COMMIT_MARKERS)
+        if commit and mode is Mode.COMMIT_REPLY_LOST:
             self._lose_commit_reply(data)
             return False
+        if commit and mode is Mode.HALF_OPEN_AT_COMMIT:
+            _rst(self.client)
+            self.client = None
+            self.proxy._count("half_open")
+            self.proxy._commit_cut()
+            return True
         other.sendall(data)
         return True
 
@@ -271,7 +280,8 @@ class FaultProxy:
 
     def count(self, event: str) -> int:
         """How many times `event` happened: `accepted`, `half_open`, `commit_cut`,
-        `server_closed_half_open` (the server ended a session whose app side was cut)."""
+        `server_closed_half_open` (the server ended a session whose app side was cut); a cut
+        at a COMMIT counts as `commit_cut` too."""
         with self._lock:
             return self.counts.get(event, 0)
 

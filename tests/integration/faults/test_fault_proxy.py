@@ -186,3 +186,29 @@ def test_the_proxy_runs_as_a_process_switched_by_its_stdin(postgres_url: str) ->
         process.wait(10)
         process.stdout.close()
     assert process.returncode == 0
+
+
+def test_half_open_at_commit_withholds_the_commit_and_leaves_the_transaction_open(
+    proxy: FaultProxy, through: str, direct: psycopg.Connection
+) -> None:
+    table = f"fault_proxy_{uuid.uuid4().hex[:8]}"
+    direct.execute(f"CREATE TABLE {table} (n int)")
+    try:
+        writer = psycopg.connect(through)
+        pid_row = writer.execute("SELECT pg_backend_pid()").fetchone()
+        assert pid_row is not None
+        writer.execute(f"INSERT INTO {table} VALUES (1)")
+        proxy.set_mode(Mode.HALF_OPEN_AT_COMMIT, once=True)
+        with pytest.raises(psycopg.OperationalError):
+            writer.commit()
+        writer.close()
+        assert proxy.mode is Mode.PASS
+        state = direct.execute(
+            "SELECT state FROM pg_stat_activity WHERE pid = %s", (pid_row[0],)
+        ).fetchone()
+        assert state == ("idle in transaction",)
+        assert direct.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+        direct.execute("SELECT pg_terminate_backend(%s)", (pid_row[0],))
+        assert proxy.wait_count("server_closed_half_open", 1, timeout=5)
+    finally:
+        direct.execute(f"DROP TABLE {table}")
