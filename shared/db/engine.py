@@ -68,6 +68,11 @@ class EngineOptions:
         )
 
 
+# `azurebank db upgrade`: an operator's run, not a request. A migration's DDL may rewrite a large
+# table (its statements bounded at an hour, not at a request's seconds) and waits at most a
+# minute for the locks live traffic holds, then fails and can be run again.
+MIGRATION_WAITS = EngineOptions(statement_timeout=3600, lock_timeout=60)
+
 _engines: dict[tuple[str, EngineOptions], Engine] = {}
 _default_lock_waits: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
