@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Literal
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from shared.db.engine import default_lock_wait
@@ -36,11 +37,11 @@ def _unit_of_work(
     # On SQLite, IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy
     # timeout: that is SQLite's application lock (DESIGN §3).
     dialect = engine.dialect.name
-    bound = (
-        server_waits
-        and dialect != "sqlite"
-        and wait_seconds is not None
-        and wait_seconds != default_lock_wait(engine)
+    # The wait this unit sets on a server: only one other than the connection's own.
+    own_wait = (
+        wait_seconds
+        if server_waits and dialect != "sqlite" and wait_seconds != default_lock_wait(engine)
+        else None
     )
     with engine.connect() as connection:
         if dialect == "sqlite":
@@ -52,13 +53,12 @@ def _unit_of_work(
             connection.rollback()
         try:
             with _session_on(connection) as session:
-                if bound:
-                    assert wait_seconds is not None
-                    _bound_lock_waits(session, dialect, wait_seconds)
+                if own_wait is not None:
+                    _bound_lock_waits(session, dialect, own_wait)
                 yield session
         finally:
             # After the session closed (its work committed or rolled back), never inside it.
-            if bound and dialect == "mssql":
+            if own_wait is not None and dialect == "mssql":
                 _restore_lock_waits(connection, default_lock_wait(engine))
 
 
@@ -78,8 +78,13 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
     # SET is not transactional on SQL Server; the commit only ends SQLAlchemy's autobegin.
     if connection.invalidated or connection.closed:
         return
-    connection.exec_driver_sql(lock_timeout_statement(seconds))
-    connection.commit()
+    try:
+        connection.exec_driver_sql(lock_timeout_statement(seconds))
+        connection.commit()
+    except DBAPIError:
+        # Never back in the pool with another unit's wait; and never masking what the unit
+        # itself raised.
+        connection.invalidate()
 
 
 @contextmanager
