@@ -50,7 +50,8 @@ _REFUSAL_METRICS: tuple[tuple[type[DomainError], str, str], ...] = (
     (
         LockTimeout,
         "azurebank.money.lock_timeouts",
-        "Money operations that waited out DailyLimit__LockTimeoutSeconds (ADR-0050 D5)",
+        "Operations that waited out a lock: DailyLimit__LockTimeoutSeconds (ADR-0050 D5) or "
+        "Database__LockTimeoutSeconds (the audit tail, a row)",
     ),
     (
         ConcurrencyConflict,

@@ -102,7 +102,6 @@ def bootstrap(
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
     """Build every service of a host whose `settings` passed `require_host`.
-    Longer than most functions: it is the one list of a host's services, one per line.
 
     `engine`: the host's, or a URL (the process's engine for it, built, not connected: a driver
     this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
@@ -110,7 +109,7 @@ def bootstrap(
     and `daily_limit_lock` replace what the settings give, for a test's own. `telemetry`: the
     edge's, its backlog gauges wired to the engine."""
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
-    from shared.db.engine import get_engine
+    from shared.db.engine import EngineOptions, get_engine
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
     from shared.identity.tokens import TokenVerifier
@@ -125,9 +124,11 @@ def bootstrap(
     from shared.readiness import Readiness
 
     if engine is None or isinstance(engine, str):
-        engine = get_engine(engine or database_url(settings, local_default=True))
+        url = engine or database_url(settings, local_default=True)
+        engine = get_engine(url, EngineOptions.of(settings.Database))
     clock = clock or SystemClock()
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
+    row_lock_timeout = settings.Database.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
     limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
@@ -139,22 +140,10 @@ def bootstrap(
         jwks = JwksKeys(settings.Auth.JwksUrl, clock)
     sweep: NoticeSweep | None = None
     pickup: Callable[[], ProbedTarget] | None = None
-    if runner is not None:  # the sweep's modules only then (bench/cold_start.py)
-        from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
-        from shared.notices.delivery import NoticeDeliveryRun
-        from shared.notices.sweep import NoticeSweep
-
-        # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
-        n, contact = settings.Notices, notice_contact(settings)
-        lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
-        claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
-        transport = transport or notice_transport(settings)
-        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
-        # The hosted runners' lease, the verb's and this sweep's all write into one target.
-        leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
-        sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
+    if runner is not None:
+        sweep = _runner_sweep(settings, engine, clock, runner, transport, claim)
         # ADR-0048 D6: readiness probes the pickup only where the host delivers, the sweep's own.
-        target = cast("ProbedTarget", transport)  # either transport takes a probe
+        target = cast("ProbedTarget", sweep.transport)  # either transport takes a probe
 
         def pickup_target() -> ProbedTarget:
             return target
@@ -179,13 +168,42 @@ def bootstrap(
         transfers=TransferService(
             engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
         ),
-        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
-        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
+        # The rails and the keys take no application lock: their waits are the tail's and the
+        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=row_lock_timeout),
+        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=row_lock_timeout),
         audit_chain=chain,
         sweep=sweep,
-        readiness=Readiness(lambda: engine, pickup=pickup),
+        readiness=Readiness(
+            lambda: engine, pickup=pickup, timeout_seconds=settings.Health.ReadyTimeoutSeconds
+        ),
         telemetry=telemetry,
     )
+
+
+def _runner_sweep(
+    settings: Settings,
+    engine: Engine,
+    clock: Clock,
+    runner: str,
+    transport: NoticeTransport | None,
+    claim: NoticeClaim | None,
+) -> NoticeSweep:
+    """The sweep of `runner`; its modules are imported only for a host that runs one
+    (bench/cold_start.py)."""
+    from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
+    from shared.notices.delivery import NoticeDeliveryRun
+    from shared.notices.sweep import NoticeSweep
+
+    # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
+    n, contact = settings.Notices, notice_contact(settings)
+    lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
+    claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
+    transport = transport or notice_transport(settings)
+    delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+    # The hosted runners' lease, the verb's and this sweep's all write into one target.
+    leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
+    return NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:

@@ -55,6 +55,7 @@ AZURITE_ACCOUNT_KEY = (
 )
 _SETTING_SECTIONS = (
     "database",
+    "health",
     "notices",
     "noticesstorage",
     "dailylimit",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
-from shared.db.engine import build_engine
+from shared.db.engine import MIGRATION_WAITS, build_engine
 from shared.db.schema import Base
 
 config = context.config
@@ -40,7 +40,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = build_engine(config.get_main_option("sqlalchemy.url") or "")
+    engine = build_engine(config.get_main_option("sqlalchemy.url") or "", options=MIGRATION_WAITS)
     try:
         with engine.connect() as conn:
             _run(conn)

@@ -104,6 +104,10 @@ class DailyLimitLock:
     @contextmanager
     def unit_of_work(self, engine: Engine, user_id: str) -> Iterator[Session]:
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (docs/database.md).
-        with writing_unit_of_work(engine, wait_seconds=self.timeout_seconds) as session:
+        # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
+        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone).
+        with writing_unit_of_work(
+            engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
+        ) as session:
             take_daily_limit_lock(session, user_id, self.timeout_seconds)
             yield session

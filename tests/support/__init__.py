@@ -2,6 +2,8 @@
 
 - `checkout`: this checkout's root and a fresh interpreter on its code (`run_python`);
 - `connections`: a port nothing listens on, and the connections engines try to open;
+- `fault_proxy`: a TCP proxy between the app and PostgreSQL whose faults (a black hole, a
+  reset, a refusal, a half-open cut, a lost commit reply, …) are switched at runtime;
 - `hosts`: a test host's settings (the suite's keys, its contact), the app in-process, a relay
   host with a stand-in sweep;
 - `users`: the one `add_user` (and `make_user`, committed), PINs;

@@ -32,6 +32,16 @@ BAD_SETTINGS: list[tuple[dict[str, str], str]] = [
     ({"Database__Url": "not a url"}, "Database__Url"),
     ({"Database__Url": "mysql://someone@db.example/bank"}, "Database__Url"),
     ({"Database__Url": ""}, "Database__Url"),
+    ({"Database__PoolSize": "0"}, "Database__PoolSize"),
+    ({"Database__PoolSize": "101"}, "Database__PoolSize"),
+    ({"Database__MaxOverflow": "-1"}, "Database__MaxOverflow"),
+    ({"Database__MaxOverflow": "many"}, "Database__MaxOverflow"),
+    ({"Database__ConnectTimeoutSeconds": "1"}, "Database__ConnectTimeoutSeconds"),
+    ({"Database__StatementTimeoutSeconds": "301"}, "Database__StatementTimeoutSeconds"),
+    ({"Database__LockTimeoutSeconds": "0"}, "Database__LockTimeoutSeconds"),
+    ({"Database__PoolTimeoutSeconds": "61"}, "Database__PoolTimeoutSeconds"),
+    ({"Database__KeepaliveSeconds": "0"}, "Database__KeepaliveSeconds"),
+    ({"Health__ReadyTimeoutSeconds": "0"}, "Health__ReadyTimeoutSeconds"),
     ({"DailyLimit__Amount": "100000"}, "DailyLimit__Amount"),
     ({"DailyLimit__Amount": "250000"}, "DailyLimit__Amount"),
     ({"DailyLimit__Amount": "0"}, "DailyLimit__Amount"),
@@ -110,6 +120,16 @@ def test_every_problem_is_reported_at_once_not_only_the_first() -> None:
 def test_the_defaults_of_design_section_4_hold_when_nothing_is_set() -> None:
     s = load_settings({})
     assert s.Database.Url is None
+    assert (s.Database.PoolSize, s.Database.MaxOverflow) == (10, 20)
+    database = s.Database
+    assert (
+        database.ConnectTimeoutSeconds,
+        database.StatementTimeoutSeconds,
+        database.LockTimeoutSeconds,
+        database.PoolTimeoutSeconds,
+        database.KeepaliveSeconds,
+    ) == (5, 15, 5, 5, 10)
+    assert s.Health.ReadyTimeoutSeconds == 3
     assert s.Notices.Runner is NoticeRunner.NONE
     assert (s.Notices.PeriodSeconds, s.Notices.LeaseSeconds, s.Notices.BatchSize) == (15, 120, 100)
     assert s.Notices.Schedule == "0 */1 * * * *"
