@@ -300,10 +300,10 @@ def open_services(
 ) -> Services:
     """`bootstrap` on the process's cached engine for the host's database URL. The engine is
     built, not connected: a driver this install lacks is SettingsError now (exit 78)."""
-    from shared.db.engine import get_engine
+    from shared.db.engine import EngineOptions, get_engine
 
     url = database_url_override or database_url(settings, local_default=local_default)
-    engine = get_engine(url)
+    engine = get_engine(url, EngineOptions.of(settings.Database))
     return bootstrap(
         settings,
         engine,

@@ -50,6 +50,11 @@ class _Section(BaseModel):
 
 class DatabaseSettings(_Section):
     Url: str | None = None
+    # Per process (per Functions instance): the connections kept open, and the extra ones opened
+    # under load and closed when returned; instances x (PoolSize + MaxOverflow) must stay within
+    # what the database tier accepts (docs/settings.md).
+    PoolSize: int = Field(10, ge=1, le=100)
+    MaxOverflow: int = Field(20, ge=0, le=100)
 
 
 class NoticesSettings(_Section):
@@ -154,6 +159,8 @@ _SECTIONS: dict[str, type[_Section]] = {
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
     "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
+    "Database__PoolSize": "set Database__PoolSize to a whole number from 1 to 100",
+    "Database__MaxOverflow": "set Database__MaxOverflow to a whole number from 0 to 100",
     "Notices__Runner": "set Notices__Runner to one of None, Api, Function",
     "Notices__PeriodSeconds": "set Notices__PeriodSeconds to a whole number from 1 to 3600",
     "Notices__LeaseSeconds": "set Notices__LeaseSeconds to a whole number from 2 to 86400",

@@ -10,6 +10,7 @@ import re
 import struct
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -17,7 +18,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
-from shared.settings import SettingsError, fix_for
+from shared.settings import DatabaseSettings, SettingsError, fix_for
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -35,17 +36,34 @@ _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # Seconds SQLite waits on a locked database before `database is locked` (the busy timeout).
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
-_engines: dict[str, Engine] = {}
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How an engine pools its connections, from the `Database__` settings (shared/settings.py,
+    docs/settings.md): at most `pool_size + max_overflow` connections per process, so the
+    connections of a scaled-out app are that sum times its instances."""
+
+    pool_size: int = 10
+    max_overflow: int = 20
+
+    @classmethod
+    def of(cls, database: DatabaseSettings) -> EngineOptions:
+        return cls(pool_size=database.PoolSize, max_overflow=database.MaxOverflow)
+
+
+_engines: dict[tuple[str, EngineOptions], Engine] = {}
 _lock = threading.Lock()
 
 
-def get_engine(url: str) -> Engine:
-    """The engine for `url`, built on first use and cached for the life of the process."""
+def get_engine(url: str, options: EngineOptions | None = None) -> Engine:
+    """The engine for `url` and `options`, built on first use and cached for the life of the
+    process."""
+    key = (url, options or EngineOptions())
     with _lock:
-        engine = _engines.get(url)
+        engine = _engines.get(key)
         if engine is None:
-            engine = build_engine(url)
-            _engines[url] = engine
+            engine = build_engine(url, options=key[1])
+            _engines[key] = engine
         return engine
 
 
@@ -57,7 +75,12 @@ def dispose_engines() -> None:
         _engines.clear()
 
 
-def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None = None) -> Engine:
+def build_engine(
+    url: str | URL,
+    *,
+    options: EngineOptions | None = None,
+    credential_factory: CredentialFactory | None = None,
+) -> Engine:
     """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
     lock does not hold under it).
 
@@ -65,11 +88,14 @@ def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None
     be an address, a password or PIN hash or a stored response body, and a driver error's text
     reaches tracebacks and log lines (ADR-0017: no address in any log line).
 
+    `options` sizes the pool of a server's engine (SQLite opens one connection per checkout).
     `credential_factory` builds the Entra credential of a SQL Server URL without a password, once
     per engine; by default azure-identity's `DefaultAzureCredential`."""
     parsed = make_url(url)
     try:
-        return _engine_for(parsed, credential_factory or _default_credential)
+        return _engine_for(
+            parsed, options or EngineOptions(), credential_factory or _default_credential
+        )
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
         raise SettingsError(
@@ -81,7 +107,9 @@ def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None
         ) from None
 
 
-def _engine_for(parsed: URL, credential_factory: CredentialFactory) -> Engine:
+def _engine_for(
+    parsed: URL, options: EngineOptions, credential_factory: CredentialFactory
+) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return _sqlite_engine(parsed)
@@ -91,11 +119,10 @@ def _engine_for(parsed: URL, credential_factory: CredentialFactory) -> Engine:
             isolation_level="READ COMMITTED",
             hide_parameters=True,  # see build_engine
             pool_pre_ping=True,
-            pool_size=10,
-            max_overflow=20,
+            **_pool_arguments(options),
         )
     if backend == "mssql":
-        return _mssql_engine(parsed, credential_factory)
+        return _mssql_engine(parsed, options, credential_factory)
     raise ValueError(f"unsupported database backend {backend!r}")
 
 
@@ -127,7 +154,13 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
-def _mssql_engine(url: URL, credential_factory: CredentialFactory) -> Engine:
+def _pool_arguments(options: EngineOptions) -> dict[str, Any]:
+    return {"pool_size": options.pool_size, "max_overflow": options.max_overflow}
+
+
+def _mssql_engine(
+    url: URL, options: EngineOptions, credential_factory: CredentialFactory
+) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
     url = url.set(query=query)
@@ -136,6 +169,7 @@ def _mssql_engine(url: URL, credential_factory: CredentialFactory) -> Engine:
         isolation_level="READ COMMITTED",
         hide_parameters=True,  # see build_engine
         pool_pre_ping=True,
+        **_pool_arguments(options),
     )
     if not url.password:
         _use_entra_token(engine, credential_factory)
