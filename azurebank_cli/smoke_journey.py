@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from email.message import Message
 from typing import Any
 
 CENT = Decimal("0.01")
@@ -94,7 +95,7 @@ class Client:
                 return Answer(error.code, error.read(), _lowered(error.headers))
 
 
-def _lowered(headers: Mapping[str, str]) -> dict[str, str]:
+def _lowered(headers: Message[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
 
 
