@@ -186,50 +186,59 @@ class Payment:
 def money_journey(journey: Journey, payment: Payment) -> None:
     """The quick start's journey (docs/quickstart.md): the PIN, a mint, a transfer with an
     Idempotency-Key and its replay, the allowance, and a mint over the day's limit."""
-    c = journey.client
     account = payment.account or _first_open_account(journey)
     if account is None:
         journey.not_run(
             "pin", "mint", "transfer", "replay", "allowance", "limit", because="accounts"
         )
         return
-    # A change to the same PIN: it proves the PIN and writes its audit row and owed notice, as
-    # the quick start's change does, and leaves the PIN the operator knows.
-    journey.check(
-        "pin",
-        200,
-        lambda: c.send(
-            "PUT",
-            "/api/pin",
-            {"currentPin": payment.pin, "newPin": payment.pin},
-            authorized=True,
-        ),
-        lambda a: "" if next(_field(a, "status")) == "PinChanged" else "not PinChanged",
-    )
     body: dict[str, Any] = {
         "accountId": account,
         "recipientAzureTag": payment.payee,
         "amount": payment.amount,
     }
+    authorization = _pin_and_mint(journey, body, payment.pin)
+    if authorization is None:
+        journey.not_run("transfer", "replay", "allowance", "limit", because="mint")
+        return
+    if _transfer_and_replay(journey, {**body, "authorizationId": authorization}):
+        _allowance_and_limit(journey, body, payment)
+
+
+def _pin_and_mint(journey: Journey, body: dict[str, Any], pin: str) -> str | None:
+    """The PIN step, then the mint; the authorization's id, or None when the mint failed."""
+    c = journey.client
+    # A change to the same PIN: it proves the PIN and writes its audit row and owed notice, as
+    # the quick start's change does, and leaves the PIN the operator knows.
+    journey.check(
+        "pin",
+        200,
+        lambda: c.send("PUT", "/api/pin", {"currentPin": pin, "newPin": pin}, authorized=True),
+        lambda a: "" if next(_field(a, "status")) == "PinChanged" else "not PinChanged",
+    )
     minted = journey.check(
         "mint",
         201,
         lambda: c.send(
             "POST",
             "/api/transactions/transfer/authorizations",
-            {**body, "pin": payment.pin},
+            {**body, "pin": pin},
             authorized=True,
         ),
         lambda a: "" if next(_field(a, "authorizationId")) else "no authorizationId",
     )
-    if minted is None:
-        journey.not_run("transfer", "replay", "allowance", "limit", because="mint")
-        return
-    transfer = {**body, "authorizationId": next(_field(minted, "authorizationId"))}
+    return None if minted is None else str(next(_field(minted, "authorizationId")))
+
+
+def _transfer_and_replay(journey: Journey, transfer: dict[str, Any]) -> bool:
+    """The transfer under a new Idempotency-Key, then the same request again; whether the
+    transfer held (the replay's answer is its own step)."""
     key = {"Idempotency-Key": f"smoke-{uuid.uuid4().hex}"}
 
     def send_transfer() -> Answer:
-        return c.send("POST", "/api/transactions/transfer", transfer, key, authorized=True)
+        return journey.client.send(
+            "POST", "/api/transactions/transfer", transfer, key, authorized=True
+        )
 
     spent = journey.check(
         "transfer",
@@ -239,7 +248,7 @@ def money_journey(journey: Journey, payment: Payment) -> None:
     )
     if spent is None:
         journey.not_run("replay", "allowance", "limit", because="transfer")
-        return
+        return False
 
     def same_answer(answer: Answer) -> str:
         if answer.headers.get("idempotency-replayed") != "true":
@@ -247,7 +256,7 @@ def money_journey(journey: Journey, payment: Payment) -> None:
         return "" if answer.body == spent.body else "not the first answer byte for byte"
 
     journey.check("replay", 201, send_transfer, same_answer)
-    _allowance_and_limit(journey, body, payment)
+    return True
 
 
 def _first_open_account(journey: Journey) -> str | None:
