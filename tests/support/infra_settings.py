@@ -167,6 +167,12 @@ def _resolve(value: Any, parameters: Mapping[str, Any]) -> str:
     return _INTERPOLATION.sub(lambda m: str(_placeholder(m[1], parameters.get(m[1], {}))), text)
 
 
+def resolved_settings(text: str) -> dict[str, str]:
+    """The app settings of `text` as they would be set, references resolved (see _resolve)."""
+    app = read_app_settings(text)
+    return {key: _resolve(value, app.parameters) for key, value in app.values.items()}
+
+
 def app_settings_problems(text: str, doc: str) -> list[str]:
     """Everything wrong with the app settings of `text` (infra/app.bicep's), beside `doc`
     (docs/settings.md); empty when they agree."""

@@ -6,12 +6,18 @@ the CLI's. scripts/test.sh runs checkov over the same files."""
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import re
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from azure.core.credentials import AccessToken
+from sqlalchemy import event
 
+from shared.db.engine import build_engine
 from tests.support.checkout import REPO
 from tests.support.infra_settings import (
     APP_BICEP,
@@ -19,7 +25,9 @@ from tests.support.infra_settings import (
     app_settings_problems,
     parse_bicep,
     real_problems,
+    resolved_settings,
 )
+from tests.support.services import service_missing
 
 INFRA = REPO / "infra"
 MAIN = INFRA / "main.bicep"
@@ -213,3 +221,42 @@ def test_the_hook_runs_the_cli_and_holds_no_sql() -> None:
     # No key on a command line or in the terminal: from the generator to a file, then the vault.
     assert '--file "$file"' in code and "--value" not in code
     assert HOOK.stat().st_mode & 0o111, "the hook is executable"
+
+
+class _Token:
+    """azure-identity's TokenCredential protocol, one fixed token: no network."""
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+        return AccessToken("eyJ0eXAiOiJKV1QifQ.deployed.sig", int(time.time()) + 3600)
+
+
+class _StopBeforeTheDriver(Exception):
+    pass
+
+
+def test_the_deployed_database_url_signs_in_with_a_token_over_verified_tls() -> None:
+    """infra/app.bicep's Database__Url, as the engine turns it into the driver's arguments:
+    an Entra token and no other way of signing in, Encrypt=yes, the certificate not trusted
+    blindly. The engine is built and asked for a connection, stopped before pyodbc is called."""
+    if ctypes.util.find_library("odbc") is None:
+        service_missing("unixODBC (libodbc.so.2, for pyodbc)")
+    url = resolved_settings(APP_BICEP.read_text(encoding="utf-8"))["Database__Url"]
+    engine = build_engine(url, credential_factory=_Token)
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    @event.listens_for(engine, "do_connect")
+    def _record(_d: Any, _r: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+        seen.append((cargs[0], dict(cparams)))
+        raise _StopBeforeTheDriver
+
+    with pytest.raises(_StopBeforeTheDriver):
+        engine.connect()
+    engine.dispose()
+    [(connection_string, cparams)] = seen
+    keywords = {
+        k.strip().lower(): v for k, v in (p.split("=", 1) for p in connection_string.split(";"))
+    }
+    assert keywords["encrypt"] == "yes"
+    assert keywords["driver"] == "{ODBC Driver 18 for SQL Server}"
+    assert {"trustservercertificate", "trusted_connection", "uid", "pwd"}.isdisjoint(keywords)
+    assert 1256 in cparams["attrs_before"]  # SQL_COPT_SS_ACCESS_TOKEN
