@@ -140,6 +140,7 @@ def bootstrap(
     from shared.readiness import Readiness
 
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
+    row_lock_timeout = settings.Database.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
     limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
@@ -168,11 +169,17 @@ def bootstrap(
         transfers=TransferService(
             engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
         ),
-        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
-        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
+        # The rails and the keys take no application lock: their waits are the tail's and the
+        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=row_lock_timeout),
+        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=row_lock_timeout),
         audit_chain=chain,
         sweep=sweep,
-        readiness=Readiness(lambda: engine, pickup=pickup if checks_pickup else None),
+        readiness=Readiness(
+            lambda: engine,
+            pickup=pickup if checks_pickup else None,
+            timeout_seconds=settings.Health.ReadyTimeoutSeconds,
+        ),
         telemetry=telemetry,
     )
 

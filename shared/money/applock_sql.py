@@ -110,6 +110,10 @@ class DailyLimitLock:
                 yield session
             return
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (DESIGN §3).
-        with writing_unit_of_work(engine, wait_seconds=self.timeout_seconds) as session:
+        # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
+        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone).
+        with writing_unit_of_work(
+            engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
+        ) as session:
             take_daily_limit_lock(session, user_id, self.timeout_seconds)
             yield session
