@@ -9,16 +9,11 @@ from __future__ import annotations
 import ctypes.util
 import json
 import re
-import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from azure.core.credentials import AccessToken
-from sqlalchemy import event
 
-from shared.db.engine import build_engine
-from tests.support.checkout import REPO
+from tests.support.checkout import REPO, run_python
 from tests.support.infra_settings import (
     APP_BICEP,
     SETTINGS_DOC,
@@ -223,15 +218,35 @@ def test_the_hook_runs_the_cli_and_holds_no_sql() -> None:
     assert HOOK.stat().st_mode & 0o111, "the hook is executable"
 
 
-class _Token:
-    """azure-identity's TokenCredential protocol, one fixed token: no network."""
+# Run in a fresh interpreter: building a SQL Server engine imports pyodbc, and the unit ring
+# checks that nothing it runs has imported it (tests/unit/test_applock_sql.py).
+_DRIVER_ARGUMENTS = """
+import json, os, sys, time
+from azure.core.credentials import AccessToken
+from sqlalchemy import event
+from shared.db.engine import build_engine
 
-    def get_token(self, *scopes: str, **kwargs: Any) -> AccessToken:
+class Token:
+    def get_token(self, *scopes, **kwargs):
         return AccessToken("eyJ0eXAiOiJKV1QifQ.deployed.sig", int(time.time()) + 3600)
 
-
-class _StopBeforeTheDriver(Exception):
+class Stop(Exception):
     pass
+
+engine = build_engine(os.environ["DEPLOYED_DATABASE_URL"], credential_factory=Token)
+seen = []
+
+@event.listens_for(engine, "do_connect")
+def record(_d, _r, cargs, cparams):
+    seen.append({"odbc": cargs[0], "attrs": sorted(cparams.get("attrs_before", {}))})
+    raise Stop
+
+try:
+    engine.connect()
+except Stop:
+    pass
+print(json.dumps(seen))
+"""
 
 
 def test_the_deployed_database_url_signs_in_with_a_token_over_verified_tls() -> None:
@@ -241,22 +256,11 @@ def test_the_deployed_database_url_signs_in_with_a_token_over_verified_tls() -> 
     if ctypes.util.find_library("odbc") is None:
         service_missing("unixODBC (libodbc.so.2, for pyodbc)")
     url = resolved_settings(APP_BICEP.read_text(encoding="utf-8"))["Database__Url"]
-    engine = build_engine(url, credential_factory=_Token)
-    seen: list[tuple[str, dict[str, Any]]] = []
-
-    @event.listens_for(engine, "do_connect")
-    def _record(_d: Any, _r: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
-        seen.append((cargs[0], dict(cparams)))
-        raise _StopBeforeTheDriver
-
-    with pytest.raises(_StopBeforeTheDriver):
-        engine.connect()
-    engine.dispose()
-    [(connection_string, cparams)] = seen
-    keywords = {
-        k.strip().lower(): v for k, v in (p.split("=", 1) for p in connection_string.split(";"))
-    }
+    done = run_python("-c", _DRIVER_ARGUMENTS, settings={"DEPLOYED_DATABASE_URL": url})
+    assert done.returncode == 0, done.stderr
+    [seen] = json.loads(done.stdout)
+    keywords = {k.strip().lower(): v for k, v in (p.split("=", 1) for p in seen["odbc"].split(";"))}
     assert keywords["encrypt"] == "yes"
     assert keywords["driver"] == "{ODBC Driver 18 for SQL Server}"
     assert {"trustservercertificate", "trusted_connection", "uid", "pwd"}.isdisjoint(keywords)
-    assert 1256 in cparams["attrs_before"]  # SQL_COPT_SS_ACCESS_TOKEN
+    assert seen["attrs"] == [1256]  # SQL_COPT_SS_ACCESS_TOKEN
