@@ -92,10 +92,11 @@ PAYEE_TAG="payee-$suffix"
 FIRST_PIN=135790
 NEW_PIN=246802
 log "seeding payer-$suffix (one account holding 1000.00, a PIN) and $PAYEE_TAG (a payee)"
-payer_json="$("$AZUREBANK" users add --email "$PAYER_EMAIL" --password "$password" \
+# --password=VALUE: a URL-safe token may begin with "-", which argparse would read as an option.
+payer_json="$("$AZUREBANK" users add --email "$PAYER_EMAIL" --password="$password" \
   --azure-tag "payer-$suffix" --balance 1000.00 --accounts 1 | tail -n 1)"
 "$AZUREBANK" users add --email "payee-$suffix@azurebank.example" \
-  --password "$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')" \
+  --password="$("$PY" -c 'import secrets; print(secrets.token_urlsafe(18))')" \
   --azure-tag "$PAYEE_TAG" --balance 0 --accounts 1 >/dev/null
 read -r USER_ID ACCOUNT_ID < <("$PY" -c \
   'import json, sys; u = json.loads(sys.argv[1]); print(u["userId"], u["accountIds"][0])' \
