@@ -1,14 +1,37 @@
-"""`azurebank db upgrade`: run the migrations to head on Database__Url."""
+"""`azurebank db upgrade`: run the migrations to head on Database__Url; `azurebank db grant`:
+give the app's identity its user and the table privileges it needs, and no DDL."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import uuid
 from typing import Any
+
+from sqlalchemy.engine import make_url
 
 from azurebank_cli import exits
 from shared.bootstrap import database_url
-from shared.db import migrate
-from shared.settings import load_settings
+from shared.db import grant_sql, migrate
+from shared.db.engine import build_engine
+from shared.db.grants import GrantReport, grant_app_identity
+from shared.settings import fix_for, load_settings
+
+
+def _principal(text: str) -> str:
+    if not grant_sql.valid_principal(text):
+        raise argparse.ArgumentTypeError(
+            "must be 1 to 128 letters, digits or . _ @ -, starting with a letter or digit"
+        )
+    return text
+
+
+def _object_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("must be a GUID (the identity's principal id)") from None
 
 
 def register(sub: Any) -> None:
@@ -16,9 +39,74 @@ def register(sub: Any) -> None:
     db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=type(db))
     up = db_sub.add_parser("upgrade", help="run the migrations to head on Database__Url")
     up.set_defaults(run=_upgrade)
+    grant = db_sub.add_parser(
+        "grant",
+        help="create the app identity's database user and grant it the app's tables (no DDL)",
+    )
+    grant.add_argument(
+        "--principal",
+        type=_principal,
+        required=True,
+        help="the app identity's name (SQL Server: the managed identity's Entra name; "
+        "PostgreSQL: the role)",
+    )
+    grant.add_argument(
+        "--object-id",
+        type=_object_id,
+        help="SQL Server only: the identity's principal (object) id, so the server binds the "
+        "user to it without a directory look-up",
+    )
+    grant.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    grant.set_defaults(run=_grant)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
     migrate.upgrade(database_url(load_settings(), local_default=True))
     print("database upgraded to head")
     return exits.OK
+
+
+def _grant(args: argparse.Namespace) -> int:
+    # No local default: a grant on a SQLite file in the working directory would mean nothing.
+    url = database_url(load_settings(), local_default=False)
+    backend = make_url(url).get_backend_name()
+    if backend not in ("mssql", "postgresql"):
+        print(
+            f"Database__Url: {backend} has no database users to grant. Fix: "
+            f"{fix_for('Database__Url')}, naming the SQL Server or PostgreSQL database.",
+            file=sys.stderr,
+        )
+        return exits.CONFIG
+    if backend != "mssql" and args.object_id is not None:
+        print("azurebank db grant: --object-id is for SQL Server only", file=sys.stderr)
+        return exits.USAGE
+    engine = build_engine(url)
+    try:
+        report = grant_app_identity(engine, args.principal, object_id=args.object_id)
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps(_as_json(report)))
+    else:
+        for line in _lines(report):
+            print(line)
+    return exits.OK
+
+
+def _lines(report: GrantReport) -> list[str]:
+    state = "created" if report.created else "already there"
+    lines = [f"user {report.principal} ({report.dialect}): {state}"]
+    lines += [
+        f"granted {', '.join(privileges)} on {table}"
+        for table, privileges in report.privileges.items()
+    ]
+    return lines
+
+
+def _as_json(report: GrantReport) -> dict[str, Any]:
+    return {
+        "principal": report.principal,
+        "dialect": report.dialect,
+        "created": report.created,
+        "privileges": {table: list(p) for table, p in report.privileges.items()},
+    }

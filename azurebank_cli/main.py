@@ -10,10 +10,10 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from azurebank_cli import audit, db, exits, notices, notify, serve, token, users
+from azurebank_cli import audit, db, exits, keys, notices, notify, serve, smoke, token, users
 from shared.settings import SettingsError
 
-COMMAND_MODULES = (db, users, token, serve, notify, notices, audit)
+COMMAND_MODULES = (db, users, token, keys, serve, smoke, notify, notices, audit)
 
 
 class _Parser(argparse.ArgumentParser):

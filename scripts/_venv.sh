@@ -42,3 +42,24 @@ azurebank_venv() {
     echo "$want" >"$stamp"
   fi
 }
+
+azurebank_tool_venv() { # root venv-dir requirements-file
+  # A tool whose pins conflict with requirements-dev.txt's gets a venv of its own, refreshed
+  # the same way: pip runs only when its requirements file changed.
+  local root="$1" venv="$1/$2" requirements="$1/$3"
+  local stamp="$venv/.azurebank-requirements.sha256" python want have
+  if ! "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+    2>/dev/null; then
+    python="$(azurebank_python)"
+    echo "azurebank: creating $2 with $python" >&2
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+  fi
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  have="$(cat "$stamp" 2>/dev/null || true)"
+  if [[ "$want" != "$have" ]]; then
+    echo "azurebank: installing $3 into $2" >&2
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+    echo "$want" >"$stamp"
+  fi
+}

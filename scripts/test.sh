@@ -9,7 +9,8 @@
 # 127.0.0.1:10000 unless something already listens there, installs unixODBC (for pyodbc) as
 # root when it is missing, and stops only what it started. Beside ruff and mypy it checks
 # compose.yaml and the CI workflow against their schemas (check-jsonschema's built-in copies:
-# no network), since nothing here runs Docker or GitHub Actions.
+# no network), since nothing here runs Docker or GitHub Actions, and scans infra/ with checkov
+# (offline; its own .venv-infra), since nothing here reaches Azure.
 # Under CI=true a suite skipped for a missing service fails (tests/conftest.py), and so does a
 # whole run in which the SQLite, PostgreSQL, Azurite or worker suite passed no test, or the SQL
 # Server suite passed none while AZUREBANK_TEST_SQLSERVER is set.
@@ -182,6 +183,36 @@ step "check-jsonschema compose.yaml" "$VENV_BIN/check-jsonschema" \
   --builtin-schema vendor.compose-spec compose.yaml
 step "check-jsonschema .github/workflows/ci.yml" "$VENV_BIN/check-jsonschema" \
   --builtin-schema vendor.github-workflows .github/workflows/ci.yml
+
+# infra/ through checkov's Bicep and secrets checks, offline (--skip-download: no guideline or
+# policy download); a check is skipped only inside the resource it concerns, with its reason.
+# checkov has a venv of its own (requirements-infra.txt): its pins conflict with pytest's.
+checkov_scan() { # directory
+  "$ROOT/.venv-infra/bin/checkov" --directory "$1" --framework bicep secrets --compact --quiet \
+    --skip-download
+}
+# The control: the same scan over a copy of infra/ with a storage account key planted in an app
+# setting must fail, so a green scan means the scan reads the settings.
+checkov_control() {
+  local copy out code=0
+  copy="$(mktemp -d "${TMPDIR:-/tmp}/azurebank-infra.XXXXXX")"
+  cp -r "$ROOT/infra/." "$copy/"
+  # The shape of an account key (88 base64 characters), not a key.
+  local planted="DefaultEndpointsProtocol=https;AccountName=stplanted;AccountKey="
+  planted+="Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4MTIzNA=="
+  sed -i "s|^    AzureWebJobsStorage__credential: |    AzureWebJobsStorage: '$planted'\n&|" "$copy/app.bicep"
+  out="$(checkov_scan "$copy" 2>&1)" || code=$?
+  rm -rf "$copy"
+  if [[ "$code" == 1 ]] && grep -q "CKV_SECRET_3" <<<"$out"; then
+    return 0
+  fi
+  echo "$out" >&2
+  log "checkov passed a storage key planted in an app setting (exit $code)"
+  return 1
+}
+azurebank_tool_venv "$ROOT" .venv-infra requirements-infra.txt
+step "checkov infra/" checkov_scan "$ROOT/infra"
+step "checkov control: a planted storage key fails the scan" checkov_control
 
 SUMMARY_FILE="$(mktemp "${TMPDIR:-/tmp}/azurebank-suites.XXXXXX")"
 export AZUREBANK_SUITE_SUMMARY="$SUMMARY_FILE"

@@ -24,7 +24,8 @@ What is checked, and what is not, by design:
   injection), SQLAlchemy's and Alembic's reflection, the migrations run online (their SQL Server
   DDL is parsed offline by tests/unit/test_sqlserver_ddl_offline.py), and driver-level text sent
   with `exec_driver_sql` (SQLite's PRAGMA and BEGIN IMMEDIATE in shared/db/engine.py and
-  shared/db/uow.py, which have no SQL Server form).
+  shared/db/uow.py, and PostgreSQL's CREATE ROLE and GRANTs in shared/db/grants.py, which have
+  no SQL Server form; grant_sql's SQL Server forms are parsed through their twin).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from sqlglot.errors import SqlglotError
 
 from shared.audit import tail_sql
 from shared.audit.chain import SealedAuditRow
+from shared.db import grant_sql
 from shared.money import applock_sql, transfer_write_sql
 from shared.money.idempotency import SuccessRecord
 from shared.notices import claim_sql
@@ -136,6 +138,15 @@ UNPARSABLE_BATCHES: tuple[Unparsable, ...] = (
         pinned_by="tests/unit/test_applock_sql.py",
         statement=lambda: applock_sql.mssql_applock_batch().bindparams(
             resource=applock_sql.lock_resource("00000000-user"), timeout_ms=30000
+        ),
+    ),
+    Unparsable(
+        name="the app identity's user (shared/db/grant_sql.py mssql_create_user)",
+        reason="CREATE USER … FROM EXTERNAL PROVIDER WITH OBJECT_ID: sqlglot has no grammar for "
+        "CREATE USER and parses it only as an opaque Command",
+        pinned_by="tests/unit/test_grant_sql.py",
+        statement=lambda: grant_sql.mssql_create_user(
+            "id-azurebank-app", uuid.UUID("00000000-0000-0000-0000-0000000000a1")
         ),
     ),
 )
@@ -230,6 +241,17 @@ PER_DIALECT_SQL: tuple[DialectTwins, ...] = (
         module="shared.money.applock_sql",
         others={"postgresql": lambda: [applock_sql.postgresql_advisory_lock()]},
         mssql=lambda: [UNPARSABLE_BATCHES[0].statement()],
+    ),
+    DialectTwins(
+        module="shared.db.grant_sql",
+        # Its PostgreSQL role and grants go to the driver as text (exec_driver_sql), which the
+        # run-time check does not see; its two reads are plain SELECTs, checked as executed.
+        others={},
+        mssql=lambda: [
+            grant_sql.mssql_user_exists().bindparams(name="id-azurebank-app"),
+            UNPARSABLE_BATCHES[1].statement(),
+            *grant_sql.mssql_grants("id-azurebank-app"),
+        ],
     ),
     DialectTwins(
         module="shared.money.transfer_write_sql",
