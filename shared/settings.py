@@ -318,6 +318,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 # here without SQLAlchemy: the Functions host checks its settings while the worker indexes, and
 # SQLAlchemy costs a cold instance ~0.2 s that only the first request needs (bench/cold_start.py).
 _URL_NAME = re.compile(r"([\w+]+)://")
+# The port of a SQLAlchemy URL, read as make_url reads it (after any user and password, after the
+# host or a bracketed IPv6 host), so a URL make_url would refuse is refused at the host's start.
+_URL_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
 
 
 def database_backend(url: str) -> str | None:
@@ -327,14 +330,24 @@ def database_backend(url: str) -> str | None:
     return found.group(1).split("+")[0] if found else None
 
 
+def _url_problem(url: str) -> str | None:
+    if database_backend(url) not in {"sqlite", "postgresql", "mssql"}:
+        return (
+            "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
+            f"Fix: {fix_for('Database__Url')}."
+        )
+    port = _URL_PORT.match(url)
+    if port is not None and port.group(1) and not port.group(1).isdigit():
+        # The URL itself is never echoed: it may hold a password.
+        return f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
+    return None
+
+
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
-    if url is not None and database_backend(url) not in {"sqlite", "postgresql", "mssql"}:
-        problems.append(
-            f"Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
-            f"Fix: {fix_for('Database__Url')}."
-        )
+    if url is not None and (problem := _url_problem(url)) is not None:
+        problems.append(problem)
     problems += _wait_problems(s)
     if s.Auth.SigningKey and s.Auth.JwksUrl:
         problems.append(

@@ -32,6 +32,8 @@ BAD_SETTINGS: list[tuple[dict[str, str], str]] = [
     ({"Database__Url": "not a url"}, "Database__Url"),
     ({"Database__Url": "mysql://someone@db.example/bank"}, "Database__Url"),
     ({"Database__Url": ""}, "Database__Url"),
+    ({"Database__Url": "postgresql+psycopg://ops:pw@db.example:54x2/bank"}, "Database__Url"),
+    ({"Database__Url": "postgresql+psycopg://ops@[::1]:port/bank"}, "Database__Url"),
     ({"Database__PoolSize": "0"}, "Database__PoolSize"),
     ({"Database__PoolSize": "101"}, "Database__PoolSize"),
     ({"Database__MaxOverflow": "-1"}, "Database__MaxOverflow"),
