@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
-    from shared.money.idempotency import IdempotencyKeys
     from shared.money.mint import TransferMint
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
@@ -91,7 +90,6 @@ class Services:
     mint: TransferMint
     transfers: TransferService
     rails: AccountRails
-    idempotency: IdempotencyKeys
     audit_chain: AuditChain | None
     sweep: NoticeSweep | None
     readiness: Readiness
@@ -131,7 +129,6 @@ def bootstrap(
     from shared.identity.pins import PinVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
-    from shared.money.idempotency import IdempotencyKeys
     from shared.money.mint import TransferMint
     from shared.money.ports import AuditAppender
     from shared.money.rails import AccountRails
@@ -169,7 +166,6 @@ def bootstrap(
             engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
         ),
         rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
-        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=lock_timeout),
         audit_chain=chain,
         sweep=sweep,
         readiness=Readiness(lambda: engine, pickup=pickup if checks_pickup else None),
