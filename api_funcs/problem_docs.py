@@ -12,6 +12,7 @@ from typing import Any
 
 from api_funcs.problems import PROBLEM_JSON, DatabaseUnavailable, problem_type
 from shared.errors import DomainError, MemberType
+from shared.money.refusals import LockTimeout
 
 # The JSON schema of each member type a refusal declares (shared.errors.MemberType).
 _MEMBER_SCHEMAS: dict[MemberType, dict[str, Any]] = {
@@ -77,11 +78,12 @@ def error_code_responses(
 ) -> dict[int | str, dict[str, Any]]:
     """FastAPI `responses=` for the refusal classes an operation can raise, in rung order: per
     status, each class's errorCode, members and headers as the class declares them; plus 503
-    DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
+    LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
     by_status: dict[int, dict[str, type[DomainError]]] = {}
     declared: list[type[DomainError]] = [*refusals]
     if touches_database:
-        declared.append(DatabaseUnavailable)
+        # Any statement may wait on a lock (SQL Server's reads too) or find no database.
+        declared += [LockTimeout, DatabaseUnavailable]
     for refusal in declared:
         by_status.setdefault(refusal.status, {}).setdefault(refusal.error_code, refusal)
     out: dict[int | str, dict[str, Any]] = {}

@@ -4,7 +4,8 @@ Bodies carry `type`, `title`, `status`, `errorCode`, `traceId` and the error's e
 Nothing the caller sent is echoed back beyond a field's name: no PIN, password, token or address.
 
 No database error leaves the app: each is answered here (503 DATABASE_UNAVAILABLE when the
-database could not be reached, else 500) and logged by its type and where it was raised. An
+database could not be reached or did not answer within its bound, 503 LOCK_TIMEOUT when a lock
+wait ran out, else 500) and logged by its type and where it was raised. An
 exception that escaped would be printed whole by the server (uvicorn's "Exception in ASGI
 application"), and a driver's text carries the SQL and, on PostgreSQL, values: a constraint's
 DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says. Any other
@@ -28,8 +29,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.telemetry_recorder import record_refusal
-from shared.db.faults import is_unavailable
+from shared.db.faults import DriverFault, driver_fault
 from shared.errors import DomainError, Fault
+from shared.money.refusals import LockTimeout
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://azurebank.example/problems/"
@@ -37,8 +39,9 @@ log = logging.getLogger("azurebank.api")
 
 
 class DatabaseUnavailable(Fault):
-    """The database could not be reached (refused, gone, dropped the connection): nothing was
-    decided, and trying again shortly may succeed."""
+    """The database could not be reached (refused, gone, dropped the connection), did not answer
+    within its bound, or had no pooled connection free in time: nothing was decided, and trying
+    again shortly may succeed."""
 
     error_code = "DATABASE_UNAVAILABLE"
     title = "The database is unavailable; nothing changed. Try again shortly."
@@ -169,9 +172,17 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
 async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
     # Answered here, so the exception never reaches the server's own error log (above).
     trace = trace_id_of(request)
-    if is_unavailable(exc):
+    fault = driver_fault(exc)
+    if fault is DriverFault.UNAVAILABLE:
         log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
         return refusal_problem(DatabaseUnavailable(), trace)
+    if fault is DriverFault.LOCK_TIMEOUT:
+        # A lock wait ran out (Database__LockTimeoutSeconds: the audit tail, a row) where no
+        # service mapped it itself: the same 503 as the application lock's.
+        log.warning("Lock wait ran out: %s (trace %s)", type(exc).__name__, trace)
+        refusal = LockTimeout()
+        record_refusal(request, refusal)
+        return refusal_problem(refusal, trace)
     log_unhandled(exc, trace)
     return internal_error(trace)
 

@@ -4,7 +4,11 @@ the Api runner's loop, ADR-0048 D1)."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 from azurebank_cli import exits
@@ -38,7 +42,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         # access_log=False: uvicorn's line writes the query string (a token can ride in it);
         # the app's AccessLog writes method, path, status and duration instead.
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
+        with _stop_signals_end_cleanly():
+            uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
         if exc.code in (None, 0):
@@ -50,3 +55,22 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return exits.FAILURE
     return exits.OK
+
+
+@contextmanager
+def _stop_signals_end_cleanly() -> Iterator[None]:
+    """SIGTERM (what a platform or a container sends) and SIGINT end `serve` with exit 0 once
+    uvicorn has shut down cleanly. uvicorn handles both while it serves, then restores the
+    handlers it found and raises the signal again: with the defaults, SIGTERM would then kill
+    the process (exit 143) after the clean shutdown. The handlers it finds are these, which do
+    nothing: the stop has already happened."""
+
+    def _stopped(_signum: int, _frame: FrameType | None) -> None:
+        return None
+
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

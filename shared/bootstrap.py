@@ -137,6 +137,7 @@ def bootstrap(
     from shared.readiness import Readiness
 
     lock_timeout = settings.DailyLimit.LockTimeoutSeconds
+    row_lock_timeout = settings.Database.LockTimeoutSeconds
     chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
     audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
     limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
@@ -165,10 +166,16 @@ def bootstrap(
         transfers=TransferService(
             engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
         ),
-        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=lock_timeout),
+        # The rails take no application lock: their waits are the key's, the tail's and the
+        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=row_lock_timeout),
         audit_chain=chain,
         sweep=sweep,
-        readiness=Readiness(lambda: engine, pickup=pickup if checks_pickup else None),
+        readiness=Readiness(
+            lambda: engine,
+            pickup=pickup if checks_pickup else None,
+            timeout_seconds=settings.Health.ReadyTimeoutSeconds,
+        ),
         telemetry=telemetry,
     )
 
@@ -296,10 +303,10 @@ def open_services(
 ) -> Services:
     """`bootstrap` on the process's cached engine for the host's database URL. The engine is
     built, not connected: a driver this install lacks is SettingsError now (exit 78)."""
-    from shared.db.engine import get_engine
+    from shared.db.engine import EngineOptions, get_engine
 
     url = database_url_override or database_url(settings, local_default=local_default)
-    engine = get_engine(url)
+    engine = get_engine(url, EngineOptions.of(settings.Database))
     return bootstrap(
         settings,
         engine,

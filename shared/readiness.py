@@ -7,6 +7,11 @@ because the answer is anonymous (DESIGN §5). The reason goes to the log, by exc
     auditChain the chain's tail row is there (every audited write locks it, DESIGN §7)
     pickup     only on a host that delivers notices: the pickup target takes a write
 
+Each answers within Health__ReadyTimeoutSeconds: the checks run on a thread of their own, and a
+check still running at the bound is failing (a stalled database makes readiness 503 at once, not
+when the database's own bounds run out). At most one run of each check is in flight: a probe
+that arrives while one hangs waits on that one instead of starting another.
+
 Liveness (`GET /api/health`) stays separate and touches nothing.
 """
 
@@ -15,9 +20,13 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from sqlalchemy import Connection, Engine, column, select, table, text
 
@@ -25,6 +34,8 @@ from shared.audit.tail_sql import TAIL_ID
 from shared.db.schema import AuditChainTail
 
 log = logging.getLogger("azurebank.readiness")
+T = TypeVar("T")
+_DATABASE_CHECKS = ("database", "schema", "auditChain")
 
 
 class CheckState(enum.StrEnum):
@@ -80,18 +91,71 @@ def _tail_present(conn: Connection) -> bool:
     return conn.scalar(select(AuditChainTail.Id).where(AuditChainTail.Id == TAIL_ID)) is not None
 
 
+class _SingleFlight(Generic[T]):
+    """`work` on a thread of its own, one run at a time: a caller that comes while a run is in
+    flight waits on that run; the next caller after it ends starts a fresh one."""
+
+    def __init__(self, name: str, work: Callable[[], T]) -> None:
+        self._name = name
+        self._work = work
+        self._lock = threading.Lock()
+        self._running: Future[T] | None = None
+
+    def start(self) -> Future[T]:
+        """The run in flight, or a fresh one when none is."""
+        with self._lock:
+            if self._running is None or self._running.done():
+                self._running = Future()
+                thread = threading.Thread(
+                    target=self._run, args=(self._running,), daemon=True, name=self._name
+                )
+                thread.start()
+            return self._running
+
+    def _run(self, future: Future[T]) -> None:
+        try:
+            future.set_result(self._work())
+        except BaseException as exc:  # delivered to the waiting caller
+            future.set_exception(exc)
+
+
 class Readiness:
     """The host's checks: built once per host; the engine and the pickup target are asked for on
     each check (a setting that cannot build one is a failing check, not a 500), `pickup` only
-    when this host delivers notices: the composition root hands in the host's own transport."""
+    when this host delivers notices: the composition root hands in the host's own transport.
+    `timeout_seconds` bounds each check (Health__ReadyTimeoutSeconds)."""
 
     def __init__(
-        self, engine: Callable[[], Engine], *, pickup: Callable[[], ProbedTarget] | None
+        self,
+        engine: Callable[[], Engine],
+        *,
+        pickup: Callable[[], ProbedTarget] | None,
+        timeout_seconds: float = 3,
     ) -> None:
         self._engine = engine
-        self._pickup = pickup
+        self._timeout = timeout_seconds
+        self._database = _SingleFlight("readiness-database", self._database_checks)
+        self._pickup_check = (
+            None
+            if pickup is None
+            else _SingleFlight(
+                "readiness-pickup", lambda: _state("pickup", lambda: _probed(pickup()))
+            )
+        )
 
     def check(self) -> ReadinessReport:
+        deadline = time.monotonic() + self._timeout
+        # Both start now, so the bound is the whole check's, not each one's in turn.
+        database = self._database.start()
+        pickup = None if self._pickup_check is None else self._pickup_check.start()
+        # A copy: the run's result is shared by every caller that waited on it.
+        answered: dict[str, CheckState] | None = _within(database, deadline, "database")
+        checks = dict(answered or dict.fromkeys(_DATABASE_CHECKS, CheckState.FAILING))
+        if pickup is not None:
+            checks["pickup"] = _within(pickup, deadline, "pickup") or CheckState.FAILING
+        return ReadinessReport(checks)
+
+    def _database_checks(self) -> dict[str, CheckState]:
         checks: dict[str, CheckState] = {}
         try:
             with self._engine().connect() as conn:
@@ -103,13 +167,19 @@ class Readiness:
         except Exception as exc:
             log.warning("Readiness: database failing (%s)", type(exc).__name__)
             # Nothing about the database can be vouched for when it cannot be reached.
-            for name in ("database", "schema", "auditChain"):
+            for name in _DATABASE_CHECKS:
                 checks.setdefault(name, CheckState.FAILING)
             checks["database"] = CheckState.FAILING
-        if self._pickup is not None:
-            pickup = self._pickup
-            checks["pickup"] = _state("pickup", lambda: _probed(pickup()))
-        return ReadinessReport(checks)
+        return checks
+
+
+def _within(future: Future[T], deadline: float, name: str) -> T | None:
+    """The check's result, or None when it is still running at `deadline`."""
+    try:
+        return future.result(max(deadline - time.monotonic(), 0))
+    except FutureTimeout:
+        log.warning("Readiness: %s failing (no answer within the bound)", name)
+        return None
 
 
 def _probed(target: ProbedTarget) -> bool:

@@ -50,6 +50,21 @@ class _Section(BaseModel):
 
 class DatabaseSettings(_Section):
     Url: str | None = None
+    # Per process (per Functions instance): the connections kept open, and the extra ones opened
+    # under load and closed when returned; instances x (PoolSize + MaxOverflow) must stay within
+    # what the database tier accepts (docs/settings.md).
+    PoolSize: int = Field(10, ge=1, le=100)
+    MaxOverflow: int = Field(20, ge=0, le=100)
+    # Every wait on the database, in seconds (docs/settings.md, "Waits on the database").
+    ConnectTimeoutSeconds: int = Field(5, ge=2, le=60)
+    StatementTimeoutSeconds: int = Field(15, ge=2, le=300)
+    LockTimeoutSeconds: int = Field(5, ge=1, le=299)
+    PoolTimeoutSeconds: int = Field(5, ge=1, le=60)
+    KeepaliveSeconds: int = Field(10, ge=1, le=300)
+
+
+class HealthSettings(_Section):
+    ReadyTimeoutSeconds: int = Field(3, ge=1, le=60)
 
 
 class NoticesSettings(_Section):
@@ -140,6 +155,7 @@ class ApiDocsSettings(_Section):
 
 _SECTIONS: dict[str, type[_Section]] = {
     "Database": DatabaseSettings,
+    "Health": HealthSettings,
     "Notices": NoticesSettings,
     "NoticesStorage": NoticesStorageSettings,
     "DailyLimit": DailyLimitSettings,
@@ -154,6 +170,19 @@ _SECTIONS: dict[str, type[_Section]] = {
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
     "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
+    "Database__PoolSize": "set Database__PoolSize to a whole number from 1 to 100",
+    "Database__MaxOverflow": "set Database__MaxOverflow to a whole number from 0 to 100",
+    "Database__ConnectTimeoutSeconds": "set Database__ConnectTimeoutSeconds to a whole number "
+    "from 2 to 60",
+    "Database__StatementTimeoutSeconds": "set Database__StatementTimeoutSeconds to a whole "
+    "number from 2 to 300, above Database__LockTimeoutSeconds and "
+    "DailyLimit__LockTimeoutSeconds",
+    "Database__LockTimeoutSeconds": "set Database__LockTimeoutSeconds to a whole number from 1 "
+    "to 299, below Database__StatementTimeoutSeconds",
+    "Database__PoolTimeoutSeconds": "set Database__PoolTimeoutSeconds to a whole number from 1 "
+    "to 60",
+    "Database__KeepaliveSeconds": "set Database__KeepaliveSeconds to a whole number from 1 to 300",
+    "Health__ReadyTimeoutSeconds": "set Health__ReadyTimeoutSeconds to a whole number from 1 to 60",
     "Notices__Runner": "set Notices__Runner to one of None, Api, Function",
     "Notices__PeriodSeconds": "set Notices__PeriodSeconds to a whole number from 1 to 3600",
     "Notices__LeaseSeconds": "set Notices__LeaseSeconds to a whole number from 2 to 86400",
@@ -168,7 +197,7 @@ _FIXES: dict[str, str] = {
     "DailyLimit__Amount": "set DailyLimit__Amount to a number above 0 and below 100000, "
     "with at most two decimals",
     "DailyLimit__LockTimeoutSeconds": "set DailyLimit__LockTimeoutSeconds to a whole number "
-    "from 1 to 29",
+    "from 1 to 29, below Database__StatementTimeoutSeconds",
     "Audit__ChainKey": "set Audit__ChainKey to base64 of at least 32 random bytes "
     "(e.g. `openssl rand -base64 32`)",
     "Pin__MaxFailedAttempts": "set Pin__MaxFailedAttempts to a whole number from 1 to 5",
@@ -228,6 +257,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", frozen=True)
 
     Database: DatabaseSettings = DatabaseSettings()
+    Health: HealthSettings = HealthSettings()
     Notices: NoticesSettings = NoticesSettings()
     NoticesStorage: NoticesStorageSettings = NoticesStorageSettings()
     DailyLimit: DailyLimitSettings = DailyLimitSettings()
@@ -300,11 +330,30 @@ def _cross_field_problems(s: Settings) -> list[str]:
                 f"Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
                 f"Fix: {fix_for('Database__Url')}."
             )
+    problems += _wait_problems(s)
     if s.Auth.SigningKey and s.Auth.JwksUrl:
         problems.append(
             "Auth__SigningKey: refused because Auth__JwksUrl is set. "
             f"Fix: {fix_for('Auth__SigningKey')}."
         )
+    return problems
+
+
+def _wait_problems(s: Settings) -> list[str]:
+    """A lock wait must run out before the statement waiting on it does: otherwise the statement
+    timeout answers first, and a lock held by a dead session reads as a stalled database."""
+    statement = s.Database.StatementTimeoutSeconds
+    problems: list[str] = []
+    for key, seconds in (
+        ("Database__LockTimeoutSeconds", s.Database.LockTimeoutSeconds),
+        ("DailyLimit__LockTimeoutSeconds", s.DailyLimit.LockTimeoutSeconds),
+    ):
+        if seconds >= statement:
+            problems.append(
+                f"{key}: {seconds}s is not below Database__StatementTimeoutSeconds "
+                f"({statement}s). Fix: lower {key}, or raise Database__StatementTimeoutSeconds "
+                f"above {seconds}."
+            )
     return problems
 
 

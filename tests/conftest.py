@@ -53,6 +53,7 @@ AZURITE_ACCOUNT_KEY = (
 )
 _SETTING_SECTIONS = (
     "database",
+    "health",
     "notices",
     "noticesstorage",
     "dailylimit",

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import struct
 import threading
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -17,7 +19,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
-from shared.settings import SettingsError, fix_for
+from shared.settings import DatabaseSettings, SettingsError, fix_for
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -32,20 +34,54 @@ _AZURE_SQL_SCOPE = "https://database.windows.net/.default"
 _SIGN_IN_KEYWORDS = frozenset({"trusted_connection", "authentication", "uid", "pwd"})
 # One `key=value` attribute of an ODBC connection string: a braced value may hold `;` and `}}`.
 _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
-# Seconds SQLite waits on a locked database before `database is locked` (the busy timeout).
-SQLITE_BUSY_TIMEOUT_SECONDS = 30
 
-_engines: dict[str, Engine] = {}
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How an engine pools its connections and bounds every wait, from the `Database__` settings
+    (shared/settings.py, docs/settings.md; the defaults are theirs), in seconds.
+
+    At most `pool_size + max_overflow` connections per process, so the connections of a
+    scaled-out app are that sum times its instances; a checkout waits at most `pool_timeout`.
+    `connect_timeout` bounds opening a connection, `statement_timeout` each statement,
+    `lock_timeout` each lock wait (SQLite: the busy wait for its one write lock), and
+    `keepalive` how long an idle connection stays silent before it is probed."""
+
+    pool_size: int = 10
+    max_overflow: int = 20
+    pool_timeout: int = 5
+    connect_timeout: int = 5
+    statement_timeout: int = 15
+    lock_timeout: int = 5
+    keepalive: int = 10
+
+    @classmethod
+    def of(cls, database: DatabaseSettings) -> EngineOptions:
+        return cls(
+            pool_size=database.PoolSize,
+            max_overflow=database.MaxOverflow,
+            pool_timeout=database.PoolTimeoutSeconds,
+            connect_timeout=database.ConnectTimeoutSeconds,
+            statement_timeout=database.StatementTimeoutSeconds,
+            lock_timeout=database.LockTimeoutSeconds,
+            keepalive=database.KeepaliveSeconds,
+        )
+
+
+_engines: dict[tuple[str, EngineOptions], Engine] = {}
+_default_lock_waits: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
-def get_engine(url: str) -> Engine:
-    """The engine for `url`, built on first use and cached for the life of the process."""
+def get_engine(url: str, options: EngineOptions | None = None) -> Engine:
+    """The engine for `url` and `options`, built on first use and cached for the life of the
+    process."""
+    key = (url, options or EngineOptions())
     with _lock:
-        engine = _engines.get(url)
+        engine = _engines.get(key)
         if engine is None:
-            engine = build_engine(url)
-            _engines[url] = engine
+            engine = build_engine(url, options=key[1])
+            _engines[key] = engine
         return engine
 
 
@@ -57,7 +93,12 @@ def dispose_engines() -> None:
         _engines.clear()
 
 
-def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None = None) -> Engine:
+def build_engine(
+    url: str | URL,
+    *,
+    options: EngineOptions | None = None,
+    credential_factory: CredentialFactory | None = None,
+) -> Engine:
     """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
     lock does not hold under it).
 
@@ -65,11 +106,15 @@ def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None
     be an address, a password or PIN hash or a stored response body, and a driver error's text
     reaches tracebacks and log lines (ADR-0017: no address in any log line).
 
+    `options` sizes the pool of a server's engine (SQLite opens one connection per checkout) and
+    bounds every wait on the database: connecting, each statement, each lock, the checkout.
     `credential_factory` builds the Entra credential of a SQL Server URL without a password, once
     per engine; by default azure-identity's `DefaultAzureCredential`."""
     parsed = make_url(url)
     try:
-        return _engine_for(parsed, credential_factory or _default_credential)
+        return _engine_for(
+            parsed, options or EngineOptions(), credential_factory or _default_credential
+        )
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
         raise SettingsError(
@@ -81,32 +126,39 @@ def build_engine(url: str | URL, *, credential_factory: CredentialFactory | None
         ) from None
 
 
-def _engine_for(parsed: URL, credential_factory: CredentialFactory) -> Engine:
+def _engine_for(
+    parsed: URL, options: EngineOptions, credential_factory: CredentialFactory
+) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        return _sqlite_engine(parsed)
-    if backend == "postgresql":
-        return create_engine(
-            parsed,
-            isolation_level="READ COMMITTED",
-            hide_parameters=True,  # see build_engine
-            pool_pre_ping=True,
-            pool_size=10,
-            max_overflow=20,
-        )
-    if backend == "mssql":
-        return _mssql_engine(parsed, credential_factory)
-    raise ValueError(f"unsupported database backend {backend!r}")
+        engine = _sqlite_engine(parsed, options)
+    elif backend == "postgresql":
+        engine = _postgresql_engine(parsed, options)
+    elif backend == "mssql":
+        engine = _mssql_engine(parsed, options, credential_factory)
+    else:
+        raise ValueError(f"unsupported database backend {backend!r}")
+    # What a unit of work compares its own wait with (shared.db.uow).
+    _default_lock_waits[engine] = options.lock_timeout
+    return engine
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def default_lock_wait(engine: Engine) -> int:
+    """The seconds every lock wait of `engine`'s connections is bounded by, unless a unit of
+    work asks for another."""
+    return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
+
+
+def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
     # One connection per checkout: SQLite serialises writers through the file lock, and a
-    # pooled connection left mid-transaction in another thread would hold it.
+    # pooled connection left mid-transaction in another thread would hold it. The file is
+    # local: its only wait is the busy wait on that lock, bounded by the lock timeout.
+    busy_seconds = options.lock_timeout
     engine = create_engine(
         url,
         hide_parameters=True,  # see build_engine
         poolclass=NullPool,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        connect_args={"timeout": busy_seconds, "check_same_thread": False},
     )
 
     @event.listens_for(engine, "connect")
@@ -116,7 +168,7 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_SECONDS * 1000}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_seconds * 1000}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -127,18 +179,74 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
-def _mssql_engine(url: URL, credential_factory: CredentialFactory) -> Engine:
-    query = dict(url.query)
-    query.setdefault("driver", "ODBC Driver 18 for SQL Server")
-    url = url.set(query=query)
+def _pool_arguments(options: EngineOptions) -> dict[str, Any]:
+    return {
+        "pool_size": options.pool_size,
+        "max_overflow": options.max_overflow,
+        "pool_timeout": options.pool_timeout,
+        # Each checkout asks the connection first, so one the server or the network dropped
+        # while it sat in the pool is replaced instead of failing the request.
+        "pool_pre_ping": True,
+    }
+
+
+def _postgresql_engine(url: URL, options: EngineOptions) -> Engine:
+    from shared.db import postgres_bounds
+
+    url_options = url.query.get("options")
     engine = create_engine(
         url,
         isolation_level="READ COMMITTED",
         hide_parameters=True,  # see build_engine
-        pool_pre_ping=True,
+        connect_args=postgres_bounds.connect_arguments(
+            connect_timeout=options.connect_timeout,
+            statement_timeout=options.statement_timeout,
+            lock_timeout=options.lock_timeout,
+            keepalive=options.keepalive,
+            url_options=url_options if isinstance(url_options, str) else None,
+        ),
+        **_pool_arguments(options),
+    )
+    answer_within = options.statement_timeout + postgres_bounds.CLIENT_GRACE_SECONDS
+    event.listen(engine, "do_connect", postgres_bounds.bounded_connect(answer_within))
+    return engine
+
+
+def _mssql_engine(
+    url: URL, options: EngineOptions, credential_factory: CredentialFactory
+) -> Engine:
+    from shared.db import mssql_bounds
+
+    query = dict(url.query)
+    query.setdefault("driver", "ODBC Driver 18 for SQL Server")
+    for keyword, value in mssql_bounds.odbc_keywords(keepalive=options.keepalive).items():
+        query.setdefault(keyword, value)
+    url = url.set(query=query)
+    mssql_bounds.turn_off_pyodbc_pooling()
+    engine = create_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        hide_parameters=True,  # see build_engine
+        connect_args={"timeout": options.connect_timeout},  # pyodbc's login timeout
+        **_pool_arguments(options),
     )
     if not url.password:
         _use_entra_token(engine, credential_factory)
+    # Retried inside the dialect's own connect, after every do_connect hook has set the
+    # arguments (the Entra token among them).
+    connect = engine.dialect.connect
+    engine.dialect.connect = lambda *cargs, **cparams: mssql_bounds.connect_with_retry(  # type: ignore[method-assign]
+        lambda: connect(*cargs, **cparams)
+    )
+
+    @event.listens_for(engine, "connect")
+    def _bound_session(dbapi_connection: Any, _record: Any) -> None:
+        mssql_bounds.bound_session(
+            dbapi_connection,
+            statement_timeout=options.statement_timeout,
+            lock_timeout=options.lock_timeout,
+        )
+
     return engine
 
 

@@ -3,25 +3,80 @@ is on). httpx's `map_exceptions` is the model: a caller names the domain fault e
 driver failure becomes, and this module alone knows how each dialect spells that kind.
 
     DriverFault.LOCK_TIMEOUT  a lock wait ran out: PostgreSQL 55P03 (lock_timeout), SQLite
-                              "database is locked" (the busy timeout), SQL Server 1222 or the
-                              application lock batch's own error (money.applock_sql)
+                              "database is locked" (the busy timeout), SQL Server 1222
+                              (SET LOCK_TIMEOUT) or the application lock batch's own error
+                              (money.applock_sql)
     DriverFault.TRANSIENT     the server rolled the attempt back: a deadlock (40P01, 1205) or a
                               serialization failure (40001); running it again may succeed
-    DriverFault.UNAVAILABLE   no connection at all: refused, gone, or dropped mid-statement
+    DriverFault.UNAVAILABLE   the database cannot take the work now: no connection (refused,
+                              gone, dropped mid-statement, half-open and found by a keepalive),
+                              no answer within the statement's bound (PostgreSQL 57014, the
+                              client's own bound, SQL Server HYT00), no pooled connection free
+                              within Database__PoolTimeoutSeconds (SQLAlchemy's TimeoutError),
+                              or SQL Server's and Azure SQL's transient errors (below)
+
+Neither psycopg nor pyodbc is imported here: errors are read by their SQLSTATE, their number and
+the module that raised them, so a host without unixODBC can still translate PostgreSQL's.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 # The error number and text the SQL Server daily-limit batch THROWs when sp_getapplock returns
 # a negative number (shared.money.applock_sql writes the batch).
 MSSQL_APPLOCK_ERROR = 51050
 MSSQL_APPLOCK_MESSAGE = "daily-limit lock not granted"
+
+# SQL Server and Azure SQL errors that say the server cannot take the work now and a later try
+# may succeed (Microsoft's list of transient faults for Azure SQL): 4060 cannot open the database,
+# 4221 a secondary's login timed out, 40143/40197/40540 the service failed the request, 40501
+# the service is busy, 40613 the database is unavailable (a serverless database resuming from
+# auto-pause, a failover), 42108/42109 a paused serverless pool, 49918/49919/49920 not enough
+# resources, 10928/10929 resource limits; and the TCP provider's codes for a connection the
+# network dropped (10053, 10054, 10060) and the named-pipe ones (64, 233).
+MSSQL_TRANSIENT_NUMBERS = frozenset(
+    {
+        64,
+        233,
+        4060,
+        4221,
+        10053,
+        10054,
+        10060,
+        10928,
+        10929,
+        40143,
+        40197,
+        40501,
+        40540,
+        40613,
+        42108,
+        42109,
+        49918,
+        49919,
+        49920,
+    }
+)
+# The SQLSTATEs pyodbc and ODBC Driver 18 report for a connection that failed or dropped, and
+# for a wait that ran out: 08001 cannot connect, 08003 not open, 08004 refused by the server,
+# 08007 failed during a transaction, 08S01 the communication link failed, HYT00 the query
+# timeout (Database__StatementTimeoutSeconds), HYT01 the connection timeout.
+MSSQL_UNAVAILABLE_SQLSTATES = frozenset(
+    {"08001", "08003", "08004", "08007", "08S01", "HYT00", "HYT01"}
+)
+# PostgreSQL: 57014 a statement cancelled at statement_timeout (the app cancels nothing else),
+# class 08 a connection exception, 57P01-57P03 a server shutting down or starting up, 53300 too
+# many connections.
+_PG_UNAVAILABLE_SQLSTATES = frozenset({"57014", "57P01", "57P02", "57P03", "53300"})
+# An error number in a SQL Server driver message: `... (40613) (SQLDriverConnect)`.
+_MSSQL_NUMBER = re.compile(r"\((\d{1,6})\)")
 
 
 class DriverFault(enum.Enum):
@@ -36,6 +91,38 @@ def _sqlstate(error: DBAPIError) -> str | None:
     return state if isinstance(state, str) else None
 
 
+def dialect_of(error: BaseException) -> str | None:
+    """The dialect whose driver raised `error`, from the driver's module; None when unknown."""
+    orig = getattr(error, "orig", None)
+    module = type(orig).__module__ if orig is not None else ""
+    if module.startswith("psycopg"):
+        return "postgresql"
+    if module.startswith("sqlite3"):
+        return "sqlite"
+    if module.startswith("pyodbc"):
+        return "mssql"
+    return None
+
+
+def mssql_sqlstate(orig: BaseException | None) -> str | None:
+    """The SQLSTATE of a pyodbc error: its first argument (pyodbc raises (sqlstate, message))."""
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], str) and len(args[0]) == 5 else None
+
+
+def mssql_numbers(orig: BaseException | None) -> set[int]:
+    """The error numbers a SQL Server driver message names, `(40613)`."""
+    return {int(n) for n in _MSSQL_NUMBER.findall(str(orig))}
+
+
+def is_mssql_transient(orig: BaseException | None) -> bool:
+    """A SQL Server driver error that says the server or the network cannot take the work now:
+    a transient number, or a SQLSTATE of a failed or dropped connection or of a timeout."""
+    return mssql_sqlstate(orig) in MSSQL_UNAVAILABLE_SQLSTATES or bool(
+        mssql_numbers(orig) & MSSQL_TRANSIENT_NUMBERS
+    )
+
+
 def _lock_timeout(error: DBAPIError, dialect: str) -> bool:
     message = str(error.orig)
     if dialect == "postgresql":
@@ -43,7 +130,7 @@ def _lock_timeout(error: DBAPIError, dialect: str) -> bool:
     if dialect == "sqlite":
         return "database is locked" in message
     if dialect == "mssql":
-        # 1222: a row lock wait hit SET LOCK_TIMEOUT (not set here, but the same meaning).
+        # 1222: a row lock wait hit SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
         return any(
             mark in message for mark in (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
         )
@@ -58,26 +145,42 @@ def _transient(error: DBAPIError, dialect: str) -> bool:
     return False
 
 
-def is_unavailable(error: BaseException) -> bool:
-    """A connection-level failure, not a statement's: raised while connecting (SQLAlchemy wraps
-    those with no statement), or any driver error on a connection SQLAlchemy judged dead (the
-    server went away). The same on every dialect."""
+def is_unavailable(error: BaseException, dialect: str | None = None) -> bool:
+    """The database cannot take the work now (the module docstring's UNAVAILABLE), on `dialect`
+    (by default, the one whose driver raised `error`): a connection-level failure (raised while
+    connecting, which SQLAlchemy wraps with no statement, or any driver error on a connection
+    SQLAlchemy judged dead), a pool checkout that ran out, a statement the server or the client
+    gave up waiting on, or one of the dialect's transient errors."""
+    if isinstance(error, PoolTimeout):
+        return True
     if not isinstance(error, DBAPIError):
         return False
     if error.connection_invalidated:
         return True
-    return isinstance(error, OperationalError | InterfaceError) and error.statement is None
+    if isinstance(error, OperationalError | InterfaceError) and error.statement is None:
+        return True
+    dialect = dialect or dialect_of(error)
+    if dialect == "postgresql":
+        state = _sqlstate(error) or ""
+        return state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
+    if dialect == "mssql":
+        return is_mssql_transient(error.orig)
+    return False
 
 
-def driver_fault(error: BaseException, dialect: str) -> DriverFault | None:
-    """What kind of driver failure `error` is on `dialect`, or None for any other error."""
+def driver_fault(error: BaseException, dialect: str | None = None) -> DriverFault | None:
+    """What kind of driver failure `error` is on `dialect` (by default, the one whose driver
+    raised it), or None for any other error."""
+    if isinstance(error, PoolTimeout):
+        return DriverFault.UNAVAILABLE
     if not isinstance(error, DBAPIError):
         return None
+    dialect = dialect or dialect_of(error) or ""
     if _lock_timeout(error, dialect):
         return DriverFault.LOCK_TIMEOUT
     if _transient(error, dialect):
         return DriverFault.TRANSIENT
-    if is_unavailable(error):
+    if is_unavailable(error, dialect):
         return DriverFault.UNAVAILABLE
     return None
 
@@ -90,7 +193,7 @@ def map_driver_faults(
     text, which can carry SQL and bound parameters); any other error passes through."""
     try:
         yield
-    except DBAPIError as exc:
+    except (DBAPIError, PoolTimeout) as exc:
         kind = driver_fault(exc, dialect)
         if kind is None or kind not in faults:
             raise

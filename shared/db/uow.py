@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Literal
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session
+
+from shared.db.engine import default_lock_wait
+from shared.db.mssql_bounds import lock_timeout_statement
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 
@@ -19,25 +22,64 @@ SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
     """Yield a session whose work is discarded unless `session.commit()` is called: a reading
     unit of work, or one whose writes need no right to write held from its start."""
-    return _unit_of_work(engine, sqlite_begin="DEFERRED", sqlite_busy_timeout_ms=None)
+    return _unit_of_work(engine, sqlite_begin="DEFERRED", wait_seconds=None)
 
 
 @contextmanager
 def _unit_of_work(
-    engine: Engine, *, sqlite_begin: SqliteBegin, sqlite_busy_timeout_ms: int | None
+    engine: Engine,
+    *,
+    sqlite_begin: SqliteBegin,
+    wait_seconds: int | None,
+    server_waits: bool = True,
 ) -> Iterator[Session]:
     # On SQLite, IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy
     # timeout: that is SQLite's application lock (DESIGN §3).
+    dialect = engine.dialect.name
+    bound = (
+        server_waits
+        and dialect != "sqlite"
+        and wait_seconds is not None
+        and wait_seconds != default_lock_wait(engine)
+    )
     with engine.connect() as connection:
-        if engine.dialect.name == "sqlite":
-            if sqlite_busy_timeout_ms is not None:
-                connection.exec_driver_sql(f"PRAGMA busy_timeout={int(sqlite_busy_timeout_ms)}")
+        if dialect == "sqlite":
+            if wait_seconds is not None:
+                connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_seconds) * 1000}")
             connection.info["sqlite_begin"] = f"BEGIN {sqlite_begin}"
             # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
             # session's own begin is the one that runs BEGIN IMMEDIATE.
             connection.rollback()
-        with _session_on(connection) as session:
-            yield session
+        try:
+            with _session_on(connection) as session:
+                if bound:
+                    assert wait_seconds is not None
+                    _bound_lock_waits(session, dialect, wait_seconds)
+                yield session
+        finally:
+            # After the session closed (its work committed or rolled back), never inside it.
+            if bound and dialect == "mssql":
+                _restore_lock_waits(connection, default_lock_wait(engine))
+
+
+def _bound_lock_waits(session: Session, dialect: str, seconds: int) -> None:
+    """Every lock wait of this unit of work at most `seconds` (the connection's own bound, set
+    when it opened, is the engine's default; shared.db.engine). PostgreSQL's setting is the
+    transaction's and ends with it; SQL Server's is the session's, restored on the way out."""
+    if dialect == "postgresql":
+        session.execute(
+            text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{seconds * 1000}ms"}
+        )
+    elif dialect == "mssql":
+        session.connection().exec_driver_sql(lock_timeout_statement(seconds))
+
+
+def _restore_lock_waits(connection: Connection, seconds: int) -> None:
+    # SET is not transactional on SQL Server; the commit only ends SQLAlchemy's autobegin.
+    if connection.invalidated or connection.closed:
+        return
+    connection.exec_driver_sql(lock_timeout_statement(seconds))
+    connection.commit()
 
 
 @contextmanager
@@ -50,18 +92,23 @@ def _session_on(connection: Connection) -> Iterator[Session]:
 
 
 def writing_unit_of_work(
-    engine: Engine, *, wait_seconds: int | None = None
+    engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
     """A unit of work that will write: it holds the right to write from its first statement,
-    waiting at most `wait_seconds` for it (the engine's default wait when None).
+    and waits at most `wait_seconds` for it and for every lock it takes (the engine's default,
+    Database__LockTimeoutSeconds, when None).
 
     On SQLite that is BEGIN IMMEDIATE under a busy timeout (the database's one writer lock, so a
     read-then-write never meets a stale snapshot and never fails to upgrade); the servers take
-    row locks as the statements ask, so there it is a plain unit of work."""
+    row locks as the statements ask, and a wait other than the engine's default costs one
+    statement to set. `caller_bounds_locks`: the caller's first statement sets the servers'
+    lock wait itself (the daily-limit lock does, saving that round trip), so only SQLite's is
+    set here."""
     return _unit_of_work(
         engine,
         sqlite_begin="IMMEDIATE",
-        sqlite_busy_timeout_ms=None if wait_seconds is None else wait_seconds * 1000,
+        wait_seconds=wait_seconds,
+        server_waits=not caller_bounds_locks,
     )
 
 

@@ -108,7 +108,12 @@ class DailyLimitLock:
         if not self.enabled:
             return unit_of_work(engine)
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (DESIGN §3).
-        return writing_unit_of_work(engine, wait_seconds=self.timeout_seconds)
+        # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
+        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone); the
+        # key's claim before it waits the connection's own bound, Database__LockTimeoutSeconds.
+        return writing_unit_of_work(
+            engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
+        )
 
     def take(self, session: Session, user_id: str) -> None:
         if self.enabled:

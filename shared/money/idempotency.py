@@ -6,10 +6,10 @@ operation, whose money transaction does everything else, in that one transaction
 
 1. Claim, as its first statement (shared/money/key_claim_sql.py): insert the key's row unless
    the key has one. A duplicate still in flight holds its row uncommitted, so the claim waits for
-   that transaction to end (at most the lock timeout, then 409 IDEMPOTENCY_IN_PROGRESS: only
-   then is another attempt really alive). Then the key's committed record, if any, decides:
-   the same request hash replays its stored status and body byte for byte; another hash is 422
-   IDEMPOTENCY_KEY_REUSED.
+   that transaction to end (at most Database__LockTimeoutSeconds, then 409
+   IDEMPOTENCY_IN_PROGRESS: only then is another attempt really alive). Then the key's committed
+   record, if any, decides: the same request hash replays its stored status and body byte for
+   byte; another hash is 422 IDEMPOTENCY_KEY_REUSED.
 2. Move the money, render the answer, and complete the row (State Completed, status, body) in
    the same transaction: a success is stored if and only if the money moved.
 3. Commit. A refusal, a fault or a crash before it rolls the row back with the money, so the key
@@ -174,12 +174,10 @@ def _record_read() -> Select[uuid.UUID, str, str, int | None, str | None]:
     ).where(key_match())
 
 
-def claim_key(
-    session: Session, claim: IdempotencyClaim[R], now: datetime, *, wait_seconds: int
-) -> HeldKey[R] | Answer:
+def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
     """Claim the key as the transaction's first statement: the row this transaction now holds,
     or the stored success to replay; 422 IDEMPOTENCY_KEY_REUSED, or 409 IDEMPOTENCY_IN_PROGRESS
-    when another attempt still holds the key after `wait_seconds`."""
+    when another attempt still holds the key after the connection's lock wait."""
     dialect = session.get_bind().dialect.name
     for _ in range(3):
         record_id = uuid.uuid4()
@@ -191,7 +189,7 @@ def claim_key(
                     **key_parameters(claim),
                     "request_hash": claim.request_hash,
                     "now": now,
-                    **bounds(dialect, wait_seconds),
+                    **bounds(dialect),
                 },
             ).first()
         except DBAPIError as exc:
@@ -240,7 +238,6 @@ def run_keyed(
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
     *,
-    wait_seconds: int,
     dialect: str,
 ) -> Answer:
     """Run the money transaction of `claim`: the key claimed first, then `move` (which moves the
@@ -248,7 +245,7 @@ def run_keyed(
     connection was lost is resolved by running the transaction once more (module docstring)."""
 
     def attempt(session: Session) -> Answer:
-        held = claim_key(session, claim, clock.now(), wait_seconds=wait_seconds)
+        held = claim_key(session, claim, clock.now())
         return held if isinstance(held, Answer) else move(session, held)
 
     def transaction() -> Answer:
@@ -261,9 +258,9 @@ def run_keyed(
     log.warning("A %s lost its connection during COMMIT; asking its key", claim.operation)
     try:
         again = transaction()
-    except (CommitLost, PoolTimeout):
+    except CommitLost:
         raise OutcomeUnknown() from None
-    except DBAPIError as exc:
+    except (DBAPIError, PoolTimeout) as exc:
         if is_unavailable(exc):
             raise OutcomeUnknown() from None
         raise

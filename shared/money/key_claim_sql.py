@@ -9,18 +9,21 @@ and reads the stored answer) or its rollback (the duplicate's row goes in). A pr
 mid-request takes its transaction, and the key with it, away with its connection.
 
     PostgreSQL  INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING, from a one-row subquery
-                that first sets, for this transaction only: `lock_timeout` (how long the claim,
-                and every later lock of the transaction, waits), the
-                `idle_in_transaction_session_timeout` (a transaction whose client went silent —
-                a half-open connection — ends, and frees the key), and
-                `client_connection_check_interval` (a backend whose client died while it waited
-                on a lock notices within the interval, not at the end of the wait)
+                that first sets `client_connection_check_interval` for this transaction only:
+                a backend whose client died while it waited on a lock (a transfer parked on the
+                customer's lock, the tail) notices within the interval and rolls back, instead
+                of holding the key to the end of that wait
     SQL Server  INSERT … OUTPUT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)): the
                 range lock makes the read and the insert one step (two claims of one absent key
-                serialise on it) and waits on another transaction's uncommitted row; the wait
-                is the session's LOCK_TIMEOUT (error 1222)
+                serialise on it) and waits on another transaction's uncommitted row
     SQLite      INSERT … ON CONFLICT DO NOTHING RETURNING, inside BEGIN IMMEDIATE: the one
                 writer never meets an uncommitted row of another
+
+The claim's wait is the connection's lock wait, Database__LockTimeoutSeconds (shared/db/engine.py
+sets it on every connection: PostgreSQL's lock_timeout, SQL Server's LOCK_TIMEOUT); when it runs
+out the key is still held by an attempt alive in its transaction, which is 409
+IDEMPOTENCY_IN_PROGRESS. A connection whose client went silent (half-open) ends with its
+idle-in-transaction timeout and keepalives, set there too.
 """
 
 from __future__ import annotations
@@ -51,9 +54,7 @@ CLIENT_CHECK_MS = 500
 _POSTGRESQL_CLAIM = """INSERT INTO "IdempotencyRecords"
     ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
 SELECT :record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now
-FROM (SELECT set_config('lock_timeout', :lock_timeout, true),
-             set_config('idle_in_transaction_session_timeout', :idle_timeout, true),
-             set_config('client_connection_check_interval', :client_check, true)) AS bounds
+FROM (SELECT set_config('client_connection_check_interval', :client_check, true)) AS bounds
 ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
 RETURNING "Id\""""
 
@@ -82,7 +83,7 @@ def _typed(sql: str) -> TextClause:
 
 @functools.cache
 def postgresql_claim() -> TextClause:
-    """PostgreSQL; the three bounds are text ('10000ms'), as set_config takes them."""
+    """PostgreSQL; the interval is text ('500ms'), as set_config takes it."""
     return _typed(_POSTGRESQL_CLAIM)
 
 
@@ -106,9 +107,8 @@ def claim_statement(dialect: str) -> TextClause:
     raise ValueError(f"no key claim for dialect {dialect!r}")
 
 
-def bounds(dialect: str, wait_seconds: int) -> dict[str, str]:
-    """The claim's extra parameters: on PostgreSQL its transaction's waits (see above)."""
+def bounds(dialect: str) -> dict[str, str]:
+    """The claim's extra parameters: on PostgreSQL its client check (see above)."""
     if dialect != "postgresql":
         return {}
-    wait = f"{wait_seconds * 1000}ms"
-    return {"lock_timeout": wait, "idle_timeout": wait, "client_check": f"{CLIENT_CHECK_MS}ms"}
+    return {"client_check": f"{CLIENT_CHECK_MS}ms"}

@@ -91,7 +91,6 @@ class AccountRails:
             claim,
             self._clock,
             moved,
-            wait_seconds=self._wait_seconds,
             dialect=self._engine.dialect.name,
         )
 

@@ -99,11 +99,12 @@ class InsufficientFunds(Refusal):
 
 
 class LockTimeout(Fault):
-    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds;
-    a fault, never the 422."""
+    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds,
+    or another lock (the audit chain's tail, a row) within Database__LockTimeoutSeconds; a
+    fault, never the 422."""
 
     error_code = "LOCK_TIMEOUT"
-    title = "The transfer could not be processed in time; try again."
+    title = "The request could not be processed in time; try again."
     retry_after = 1
 
 

@@ -116,7 +116,6 @@ class TransferService:
             claim,
             self._clock,
             lambda session, held: self._attempt(session, held, order, checked),
-            wait_seconds=self._lock.timeout_seconds,
             dialect=self._engine.dialect.name,
         )
 

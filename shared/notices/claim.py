@@ -203,3 +203,13 @@ class NoticeClaim:
             {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:400]},
         )
         return marked == 1
+
+    def marked_with(self, session: Session, notice_id: uuid.UUID, receipt: str) -> bool:
+        """Whether the row is marked delivered with `receipt`: after a mark whose commit's answer
+        was lost, the proof that it was this delivery's own commit."""
+        stored = session.scalar(
+            select(_NOTICES.c.DeliveryReceipt).where(
+                _NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_not(None)
+            )
+        )
+        return stored == receipt[:400]

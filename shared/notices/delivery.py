@@ -19,17 +19,29 @@ no database transaction is held open across file or network I/O; it is a writing
 so on SQLite it queues for the write lock rather than failing to upgrade a read; and the pool's
 pre-ping replaces a connection that died since the last row, where a connection held for the
 whole sweep would fail the one write that must follow a durable file (a file with an unmarked row
-is refused every lease until an operator acts, ADR-0048 D3).
+is refused every lease until an operator acts, ADR-0048 D3). For the same reason a mark that a
+database fault cut (no connection, no answer within the bound, a lock wait run out, a deadlock)
+is tried again by the same runner, pausing a little longer each time, while its lease holds and
+at most MARK_ATTEMPTS times: only a runner that died leaves a row owed beside its own file. A
+retry that finds the row already marked with this delivery's receipt is the first attempt's
+commit, whose answer was lost: delivered, not taken.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from shared.clock import Clock
+from shared.db.faults import driver_fault
 from shared.db.uow import writing_unit_of_work
 from shared.notices.address import AddressProblem, address_problem
 from shared.notices.claim import HeldNotice, NoticeClaim
@@ -43,6 +55,10 @@ evidence_log = logging.getLogger("azurebank.notices.evidence")
 
 # A Kind comes from a table anyone with write access can edit; it is echoed only this long.
 _KIND_SHOWN = 32
+# The mark's tries in all, and the pause before each retry (the last one repeats): about ten
+# seconds of pauses, plus each try's own bounds (Database__ConnectTimeoutSeconds and the rest).
+MARK_ATTEMPTS = 8
+MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -77,6 +93,7 @@ class NoticeDeliveryRun:
         claim: NoticeClaim,
         *,
         contact: str,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not contact.strip():
             raise ValueError("a notice needs Notices__Contact (ADR-0048 D6)")
@@ -85,6 +102,7 @@ class NoticeDeliveryRun:
         self.transport = transport
         self._claim = claim
         self._contact = contact
+        self._sleep = sleep
 
     def deliver(self, notice: HeldNotice) -> DeliveryOutcome:
         """One attempt on one held row; an expected failure is an outcome, not an exception."""
@@ -169,11 +187,28 @@ class NoticeDeliveryRun:
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
-        with writing_unit_of_work(self._engine) as session:
-            marked = self._claim.mark_delivered(
-                session, notice_id, at=self._clock.now(), receipt=receipt
-            )
-            session.commit()
+        lease_until = attempt.notice.leased_until
+        for try_number in range(1, MARK_ATTEMPTS + 1):
+            try:
+                marked = self._mark_once(notice_id, receipt, after_fault=try_number > 1)
+                break
+            except (DBAPIError, PoolTimeout) as exc:
+                pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
+                fault = type(exc).__name__
+                if driver_fault(exc) is None or not self._may_retry(try_number, pause, lease_until):
+                    _gave_up(attempt, receipt, fault, try_number)
+                    raise
+                log.warning(
+                    "Notice mark of %s (%s) failed with %s (a database fault); trying again in "
+                    "%gs while the lease holds (try %d of %d)",
+                    notice_id,
+                    attempt.kind,
+                    fault,
+                    pause,
+                    try_number,
+                    MARK_ATTEMPTS,
+                )
+                self._sleep(pause)
         if not marked:
             log.warning(
                 "Notice mark found the row taken: %s (%s) was already marked delivered by another "
@@ -185,3 +220,36 @@ class NoticeDeliveryRun:
             return attempt.outcome(DeliveryStatus.TAKEN, receipt=receipt)
         log.info("Notice delivered: %s (%s), receipt %s", notice_id, attempt.kind, receipt)
         return attempt.outcome(DeliveryStatus.DELIVERED, receipt=receipt)
+
+    def _may_retry(self, try_number: int, pause: float, lease_until: datetime | None) -> bool:
+        if try_number >= MARK_ATTEMPTS:
+            return False
+        # Past its lease the row may be another runner's: that runner's delivery is refused by
+        # this file and its operator reads the runbook, as for a runner that died here.
+        return lease_until is None or self._clock.now() + timedelta(seconds=pause) < lease_until
+
+    def _mark_once(self, notice_id: uuid.UUID, receipt: str, *, after_fault: bool) -> bool:
+        """True when the row is marked with this delivery's receipt, False when another runner
+        marked it first."""
+        with writing_unit_of_work(self._engine) as session:
+            marked = self._claim.mark_delivered(
+                session, notice_id, at=self._clock.now(), receipt=receipt
+            )
+            if not marked and after_fault:
+                # An earlier try may have committed and lost only its answer.
+                return self._claim.marked_with(session, notice_id, receipt)
+            session.commit()
+        return marked
+
+
+def _gave_up(attempt: _Attempt, receipt: str, fault: str, tries: int) -> None:
+    log.error(
+        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark failed with %s "
+        "after %d tries; the row stays owed beside it (runbook: the row is the truth; mark the "
+        "row)",
+        attempt.notice.id,
+        attempt.kind,
+        receipt,
+        fault,
+        tries,
+    )

@@ -34,9 +34,23 @@ def test_an_amount_out_of_range_is_refused_naming_the_key_and_the_fix(value: str
 
 @pytest.mark.parametrize("value", ["1", "29"])
 def test_a_lock_timeout_from_1_to_29_is_accepted(value: str) -> None:
-    assert load_settings(
-        {"DailyLimit__LockTimeoutSeconds": value}
-    ).DailyLimit.LockTimeoutSeconds == int(value)
+    # 29 needs statements allowed longer than the lock wait (the rule below).
+    environ = {"DailyLimit__LockTimeoutSeconds": value, "Database__StatementTimeoutSeconds": "30"}
+    assert load_settings(environ).DailyLimit.LockTimeoutSeconds == int(value)
+
+
+@pytest.mark.parametrize(
+    ("key", "seconds"),
+    [("DailyLimit__LockTimeoutSeconds", "15"), ("Database__LockTimeoutSeconds", "20")],
+)
+def test_a_lock_wait_not_below_the_statement_timeout_is_refused_naming_both_keys(
+    key: str, seconds: str
+) -> None:
+    with pytest.raises(SettingsError) as refused:
+        load_settings({key: seconds, "Database__StatementTimeoutSeconds": "15"})
+    (problem,) = refused.value.problems
+    assert problem.startswith(f"{key}: {seconds}s is not below Database__StatementTimeoutSeconds")
+    assert "Fix:" in problem
 
 
 @pytest.mark.parametrize("value", ["0", "30", "-1", "ten"])

@@ -217,5 +217,5 @@ def test_a_braced_value_holding_a_keyword_is_kept_whole(factory: CredentialFacto
     )
     assert connection_string == (
         f"DRIVER={{ODBC Driver 18 for SQL Server}};Server={SERVER};Database=azurebank;"
-        "APP={azure;bank;UID=x}}}"
+        "APP={azure;bank;UID=x}}};KeepAlive=10;KeepAliveInterval=3"
     )

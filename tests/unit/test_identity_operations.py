@@ -50,7 +50,7 @@ def openapi() -> dict[str, Any]:
             "/api/accounts",
             "get",
             "200",
-            {"401": ["UNAUTHENTICATED"], "503": ["DATABASE_UNAVAILABLE"]},
+            {"401": ["UNAUTHENTICATED"], "503": ["LOCK_TIMEOUT", "DATABASE_UNAVAILABLE"]},
         ),
         (
             "/api/pin",
@@ -60,7 +60,7 @@ def openapi() -> dict[str, Any]:
                 "401": ["UNAUTHENTICATED", "INVALID_PASSWORD"],
                 "409": ["PIN_ALREADY_ENROLLED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE", "DATABASE_UNAVAILABLE"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE", "LOCK_TIMEOUT", "DATABASE_UNAVAILABLE"],
             },
         ),
         (
@@ -72,7 +72,7 @@ def openapi() -> dict[str, Any]:
                 "422": ["PIN_REQUIRED"],
                 "429": ["PIN_LOCKED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE", "DATABASE_UNAVAILABLE"],
+                "503": ["AUDIT_CHAIN_UNAVAILABLE", "LOCK_TIMEOUT", "DATABASE_UNAVAILABLE"],
             },
         ),
     ],

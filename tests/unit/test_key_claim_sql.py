@@ -77,7 +77,7 @@ def test_sql_server_inserts_only_where_a_range_locked_read_finds_no_row_and_outp
     assert _literals(tree) == {IdempotencyState.IN_PROGRESS.value}
 
 
-def test_postgresql_does_nothing_on_the_keys_conflict_and_bounds_this_transaction_only() -> None:
+def test_postgresql_does_nothing_on_the_keys_conflict_and_checks_its_client_meanwhile() -> None:
     tree = _parsed(postgresql_claim(), postgresql.dialect(), "postgres")
     assert _inserted_columns(tree) == COLUMNS
     conflict = tree.args["conflict"]
@@ -89,12 +89,8 @@ def test_postgresql_does_nothing_on_the_keys_conflict_and_bounds_this_transactio
         for call in tree.find_all(exp.Anonymous)
         if call.name.lower() == "set_config"
     }
-    # Each set_config(…, true): local to the transaction, gone at its commit or rollback.
-    assert settings == {
-        "lock_timeout": "TRUE",
-        "idle_in_transaction_session_timeout": "TRUE",
-        "client_connection_check_interval": "TRUE",
-    }
+    # set_config(…, true): local to the transaction, gone at its commit or rollback.
+    assert settings == {"client_connection_check_interval": "TRUE"}
     assert _literals(tree) - set(settings) == {IdempotencyState.IN_PROGRESS.value}
 
 
@@ -112,10 +108,6 @@ def test_no_form_commits_or_begins_only_the_money_transaction_does() -> None:
             assert word not in words, (dialect, word)
 
 
-def test_the_bounds_are_the_lock_timeout_and_a_half_second_check_on_postgresql_only() -> None:
-    assert bounds("postgresql", 10) == {
-        "lock_timeout": "10000ms",
-        "idle_timeout": "10000ms",
-        "client_check": "500ms",
-    }
-    assert bounds("mssql", 10) == bounds("sqlite", 10) == {}
+def test_postgresql_checks_its_client_every_half_second_and_the_others_need_no_bound() -> None:
+    assert bounds("postgresql") == {"client_check": "500ms"}
+    assert bounds("mssql") == bounds("sqlite") == {}

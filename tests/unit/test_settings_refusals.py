@@ -32,6 +32,10 @@ BAD_SETTINGS: list[tuple[dict[str, str], str]] = [
     ({"Database__Url": "not a url"}, "Database__Url"),
     ({"Database__Url": "mysql://someone@db.example/bank"}, "Database__Url"),
     ({"Database__Url": ""}, "Database__Url"),
+    ({"Database__PoolSize": "0"}, "Database__PoolSize"),
+    ({"Database__PoolSize": "101"}, "Database__PoolSize"),
+    ({"Database__MaxOverflow": "-1"}, "Database__MaxOverflow"),
+    ({"Database__MaxOverflow": "many"}, "Database__MaxOverflow"),
     ({"DailyLimit__Amount": "100000"}, "DailyLimit__Amount"),
     ({"DailyLimit__Amount": "250000"}, "DailyLimit__Amount"),
     ({"DailyLimit__Amount": "0"}, "DailyLimit__Amount"),
@@ -110,6 +114,7 @@ def test_every_problem_is_reported_at_once_not_only_the_first() -> None:
 def test_the_defaults_of_design_section_4_hold_when_nothing_is_set() -> None:
     s = load_settings({})
     assert s.Database.Url is None
+    assert (s.Database.PoolSize, s.Database.MaxOverflow) == (10, 20)
     assert s.Notices.Runner is NoticeRunner.NONE
     assert (s.Notices.PeriodSeconds, s.Notices.LeaseSeconds, s.Notices.BatchSize) == (15, 120, 100)
     assert s.Notices.Schedule == "0 */1 * * * *"

@@ -40,8 +40,8 @@ def test_keys_differing_only_in_case_are_two_keys(engine: Engine) -> None:
         IdempotencyClaim(user, "transfer", k, "h", 201, str) for k in (key, key.upper())
     )
     with writing_unit_of_work(engine, wait_seconds=5) as session:
-        first = claim_key(session, lower, T0, wait_seconds=5)
-        second = claim_key(session, upper, T0, wait_seconds=5)
+        first = claim_key(session, lower, T0)
+        second = claim_key(session, upper, T0)
         assert isinstance(first, HeldKey) and isinstance(second, HeldKey)
         assert first.record_id != second.record_id
         store_success(session, first.success("A", T0))
@@ -49,8 +49,8 @@ def test_keys_differing_only_in_case_are_two_keys(engine: Engine) -> None:
         session.commit()
     # The lookup finds each key exactly, by its own spelling: its own stored answer.
     with writing_unit_of_work(engine, wait_seconds=5) as session:
-        assert claim_key(session, lower, T0, wait_seconds=5) == Answer(201, "A", replayed=True)
-        assert claim_key(session, upper, T0, wait_seconds=5) == Answer(201, "B", replayed=True)
+        assert claim_key(session, lower, T0) == Answer(201, "A", replayed=True)
+        assert claim_key(session, upper, T0) == Answer(201, "B", replayed=True)
 
 
 def test_a_key_with_a_surrounding_space_is_a_400_naming_the_header(db_url: str) -> None:

@@ -295,11 +295,11 @@ def test_a_duplicate_waits_the_lock_timeout_for_an_attempt_in_flight_then_answer
 ) -> None:
     """An attempt in flight is a money transaction that claimed the key and has not ended (here
     a connection of the test's own, claiming as the money path claims). A duplicate waits for it
-    at most DailyLimit__LockTimeoutSeconds (1 here), then answers 409 IDEMPOTENCY_IN_PROGRESS
+    at most Database__LockTimeoutSeconds (1 here), then answers 409 IDEMPOTENCY_IN_PROGRESS
     with Retry-After: 1 — only then. Once that transaction rolls back (its request refused, or
     its process dead) the next try goes through at once; the 409 was never stored."""
     url = fresh_postgres_url
-    with open_bank(url, DailyLimit__LockTimeoutSeconds="1") as bank:
+    with open_bank(url, Database__LockTimeoutSeconds="1") as bank:
         alice = bank.customer(balance=0)
         key = unique_key()
         body = {"accountId": str(alice.primary), "amount": 10}
@@ -310,7 +310,6 @@ def test_a_duplicate_waits_the_lock_timeout_for_an_attempt_in_flight_then_answer
                 in_flight,
                 keyed(alice.user_id, "deposit", key=key, canonical=canonical),
                 bank.clock.now(),
-                wait_seconds=30,
             )
             assert isinstance(held, HeldKey)
             started = time.monotonic()

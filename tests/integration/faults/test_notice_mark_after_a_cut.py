@@ -1,0 +1,100 @@
+"""The relay does not strand what it delivered: when the database connection is cut right after
+the notice file landed, the same runner tries the mark again while its lease holds, so the row is
+marked once, beside its one file, and the next sweep has nothing to refuse. Real PostgreSQL,
+reached through the suite's fault proxy; the cut is the proxy's, at the moment the file is
+written."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from shared.clock import FakeClock
+from shared.db.engine import EngineOptions, build_engine
+from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
+from tests.support.fault_proxy import FaultProxy, Mode
+from tests.support.notices import START, make_sweep, notice_row, owed_notices
+
+pytestmark = pytest.mark.postgres
+
+# Short bounds, so a try that meets the cut fails in seconds, not in the defaults' fifteen.
+BOUNDS = EngineOptions(connect_timeout=2, statement_timeout=3, lock_timeout=1, pool_timeout=1)
+
+
+class CutAfterDelivery:
+    """Delegates; once the file has landed, switches the proxy to `mode` (and back to PASS after
+    `for_seconds`, when given), before the runner marks the row."""
+
+    def __init__(
+        self, inner: NoticeTransport, proxy: FaultProxy, mode: Mode, for_seconds: float | None
+    ) -> None:
+        self.inner, self.proxy, self.mode, self.for_seconds = inner, proxy, mode, for_seconds
+        self.delivered: list[uuid.UUID] = []
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
+        receipt = self.inner.deliver(notice_id, message)
+        self.delivered.append(notice_id)
+        self.proxy.set_mode(self.mode, once=self.mode is Mode.COMMIT_REPLY_LOST)
+        if self.for_seconds is not None:
+            threading.Timer(self.for_seconds, self.proxy.set_mode, (Mode.PASS,)).start()
+        return receipt
+
+
+@pytest.fixture
+def proxy(fresh_postgres_url: str) -> Iterator[FaultProxy]:
+    upstream = make_url(fresh_postgres_url)
+    with FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as running:
+        yield running
+
+
+@pytest.fixture
+def engine(proxy: FaultProxy, fresh_postgres_url: str) -> Iterator[Engine]:
+    through = build_engine(proxy.url(fresh_postgres_url), options=BOUNDS)
+    yield through
+    through.dispose()
+
+
+@pytest.mark.parametrize(
+    ("mode", "for_seconds"),
+    [
+        pytest.param(Mode.RESET, 0.6, id="connection-reset-before-the-mark"),
+        pytest.param(Mode.COMMIT_REPLY_LOST, None, id="the-marks-commit-reply-lost"),
+    ],
+)
+def test_a_mark_cut_by_a_database_fault_is_retried_and_the_row_is_marked_beside_its_one_file(
+    fresh_postgres_url: str,
+    engine: Engine,
+    proxy: FaultProxy,
+    pickup: Path,
+    mode: Mode,
+    for_seconds: float | None,
+) -> None:
+    (owed,) = owed_notices(fresh_postgres_url)
+    clock = FakeClock(START)
+    transport = CutAfterDelivery(PickupDirectoryTransport(pickup), proxy, mode, for_seconds)
+
+    first = make_sweep(engine, clock, transport).run()
+
+    assert first.failed_whole is None, first
+    assert (first.delivered, first.taken, first.failed) == (1, 0, 0), first
+    if mode is Mode.COMMIT_REPLY_LOST:
+        assert proxy.count("commit_cut") == 1  # the mark's first commit did lose its answer
+    row = notice_row(fresh_postgres_url, owed.id)
+    assert row.DeliveredAt is not None and row.DeliveryReceipt == f"pickup:{owed.id}.eml"
+    assert row.LeasedBy is None
+    assert [p.name for p in pickup.iterdir()] == [f"{owed.id}.eml"]
+
+    proxy.set_mode(Mode.PASS)
+    clock.advance(600)  # past any lease: nothing is left to take, nothing is refused
+    second = make_sweep(engine, clock, transport, runner="function/test/2/0000bbbb").run()
+    assert (second.held, second.refused, second.delivered) == (0, 0, 0), second
+    assert transport.delivered == [owed.id]
