@@ -107,7 +107,7 @@ class DailyLimitLock:
     def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:
         if not self.enabled:
             return unit_of_work(engine)
-        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (DESIGN §3).
+        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock.
         # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
         # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone); the
         # key's claim before it waits the connection's own bound, Database__LockTimeoutSeconds.

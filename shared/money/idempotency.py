@@ -174,6 +174,12 @@ def _record_read() -> Select[uuid.UUID, str, str, int | None, str | None]:
     ).where(key_match())
 
 
+def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer | None:
+    """The key's committed record judged (`stored_answer`), read on its own."""
+    record = session.execute(_record_read(), key_parameters(claim)).first()
+    return None if record is None else stored_answer(claim, *record[1:])
+
+
 def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
     """Claim the key as the transaction's first statement: the row this transaction now holds,
     or the stored success to replay; 422 IDEMPOTENCY_KEY_REUSED, or 409 IDEMPOTENCY_IN_PROGRESS
@@ -232,6 +238,14 @@ def store_success(session: Session, success: SuccessRecord) -> None:
     )
 
 
+class _Replay(Exception):
+    """The key's stored answer, carried out of a transaction that wrote nothing."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__("replay")
+        self.answer = answer
+
+
 def run_keyed(
     open_unit: Callable[[], AbstractContextManager[Session]],
     claim: IdempotencyClaim[R],
@@ -246,10 +260,15 @@ def run_keyed(
 
     def attempt(session: Session) -> Answer:
         held = claim_key(session, claim, clock.now())
-        return held if isinstance(held, Answer) else move(session, held)
+        if isinstance(held, Answer):
+            raise _Replay(held)  # nothing was written: the transaction rolls back, no COMMIT
+        return move(session, held)
 
     def transaction() -> Answer:
-        return run_money_transaction(open_unit, attempt, dialect=dialect)
+        try:
+            return run_money_transaction(open_unit, attempt, dialect=dialect)
+        except _Replay as replay:
+            return replay.answer
 
     try:
         return transaction()

@@ -40,6 +40,7 @@ from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum, outfl
 from shared.money.idempotency import (
     Answer,
     IdempotencyClaim,
+    committed_answer,
     key_match,
     key_parameters,
     stored_answer,
@@ -71,6 +72,12 @@ def pre_check(
     """The stored answer to replay, or the payee once the order has passed every rung before
     the locked transaction."""
     refuse_an_unstorable_tag(order.recipient_azure_tag)
+    if order.authorization_id is None:
+        # Only the key can answer before this rung; no authorization is not a value to bind.
+        replay = committed_answer(session, claim)
+        if replay is not None:
+            return replay
+        raise AuthorizationRequired()
     user_id = claim.user_id
     day_start, day_end = utc_day(now)
     row = session.execute(
@@ -86,8 +93,6 @@ def pre_check(
     replay = stored_answer(claim, row.RequestHash, row.State, row.ResponseStatus, row.ResponseBody)
     if replay is not None:
         return replay
-    if order.authorization_id is None:
-        raise AuthorizationRequired()
     payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
     # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
     if (

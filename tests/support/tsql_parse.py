@@ -13,7 +13,7 @@ What is checked, and what is not, by design:
   project frame on the stack is in shared/, api_funcs/, relay_func/ or function_app.py), ORM flushes
   included.
 - Not checked at run time, checked here instead: the statements of the per-dialect SQL modules
-  (DESIGN §3: claim_sql, tail_sql, applock_sql, transfer_write_sql, key_claim_sql). Their
+  (claim_sql, tail_sql, applock_sql, transfer_write_sql, key_claim_sql). Their
   PostgreSQL and SQLite forms are not what SQL Server runs, so recompiling them proves nothing;
   `PER_DIALECT_SQL` names each module's SQL Server twin, which `tests/unit/test_tsql_parse.py`
   builds and parses.

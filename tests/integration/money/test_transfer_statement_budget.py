@@ -81,8 +81,8 @@ def test_one_transfer_is_seven_statements_and_three_round_trips_from_the_tail_lo
     postgres_url: str,
 ) -> None:
     """One external transfer at the service layer, its key claimed and its success stored with
-    the money, as the HTTP path runs it: within the budget, and the lock order of DESIGN §7 —
-    the key, the application lock, then the tail, then the first row write."""
+    the money, as the HTTP path runs it: within the budget, and the lock order of
+    docs/architecture.md — the key, the application lock, the tail, then the first row write."""
     with open_bank(postgres_url) as bank:
         alice, bob = bank.customer(balance=100), bank.customer()
         auth = uuid.UUID(bank.authorize(alice, 10, bob))
