@@ -274,7 +274,7 @@ def run_keyed(
         return transaction()
     except CommitLost as lost:
         sent = lost.result
-    log.warning("A %s lost its connection during COMMIT; asking its key", claim.operation)
+    log.warning("%s: the connection was lost during COMMIT; asking the key", claim.operation)
     try:
         again = transaction()
     except CommitLost:

@@ -76,7 +76,7 @@ def test_a_transfer_whose_commit_reply_is_lost_answers_its_success_and_the_retry
     assert again.content == first.content
     assert balance(url, alice.user.primary) == Decimal("90.0000")
     assert ledger_rows(url, alice.user.primary) == 1
-    assert "lost its connection during COMMIT" in server.output()
+    assert "transfer: the connection was lost during COMMIT; asking the key" in server.output()
 
 
 def test_a_lost_commit_the_app_cannot_ask_about_is_503_outcome_unknown_and_the_retry_resolves_it(

@@ -76,7 +76,7 @@ def test_a_commit_the_server_aborted_under_a_lost_connection_is_done_once_by_the
         again = bank.client.post(WITHDRAWAL, json=body, headers=headers)
     assert first.status_code == 201, first.text
     assert "idempotency-replayed" not in first.headers
-    assert "A withdrawal lost its connection during COMMIT; asking its key" in caplog.messages
+    assert "withdrawal: the connection was lost during COMMIT; asking the key" in caplog.messages
     assert (again.status_code, again.headers.get("idempotency-replayed")) == (201, "true")
     assert again.content == first.content
     with unit_of_work(get_engine(url)) as session:
