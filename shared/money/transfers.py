@@ -148,9 +148,9 @@ class TransferService:
         # Rendered before the tail lock: nothing the answer holds depends on the chain, and every
         # instant spent under the tail is spent by every transfer of the bank.
         success = held.success(receipt, now)
-        # Lock order is application lock → tail → rows (DESIGN §7, ADR-0050 "Rejected"): audited
-        # saves lock tail → row, so taking a row before the tail would close a deadlock cycle
-        # with them. The reads above were plain; the first row lock is in the writes below.
+        # Lock order is key → application lock → tail → rows (docs/architecture.md, ADR-0050
+        # "Rejected"): audited saves lock tail → row, so taking a row before the tail would close
+        # a deadlock cycle with them. The reads above were plain; the first row lock is in the writes below.
         audit_row = self._seal(session, user_id, order, receipt)
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
