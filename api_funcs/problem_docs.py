@@ -50,7 +50,8 @@ _DESCRIPTIONS = {
     409: "The request conflicts with the current state.",
     422: "A rule refused the request.",
     429: "Too many wrong PINs.",
-    503: "The request could not be decided now; nothing changed.",
+    # Not "nothing changed": OUTCOME_UNKNOWN is the 503 whose commit may have happened.
+    503: "The request could not be answered now; each code's title says what is known.",
 }
 
 

@@ -20,9 +20,11 @@ engine (not by reading the code):
   processes of its own started on the worktree (bench/worktree.py): main as it was, every saving
   of the work outside the critical section included.
 
-Each transfer is TransferService.transfer with its success stored with the money (an
-idempotency marker claimed beforehand in bulk, as authorizations are minted in bulk: neither the
-claim nor the mint is what is measured).
+Each transfer is TransferService.transfer with its success stored with the money. This tree
+claims the key inside the transfer's own transaction (its first statement); an earlier revision
+claimed it in a transaction of its own before the transfer, so for those the markers are
+claimed beforehand in bulk, as authorizations are minted in bulk (neither that claim nor the mint
+is what is measured), under keys of their own that this tree's claims never meet.
 """
 
 from __future__ import annotations
@@ -244,15 +246,31 @@ def _transfer_of_this_tree(
     settings: Settings, engine: Engine, clock: FakeClock, day: datetime
 ) -> Callable[[str, Order], object]:
     """One transfer with its success stored with the money, through the service of whichever
-    tree this process imported: this checkout's (both paths), or an earlier revision's, whose
-    success hook completed the idempotency claim in the money's session itself."""
+    tree this process imported: this checkout's (both paths, the key claimed in the transfer's
+    transaction), or an earlier revision's, whose transfer completed a marker claimed before."""
     services = bootstrap(settings, engine, clock)
     try:
-        from shared.money.idempotency import SuccessRecord
-    except ImportError:  # the revision before the one round trip
-        return _earlier_transfer(services)
+        from shared.money.idempotency import HeldKey  # noqa: F401 - which tree this is
+    except ImportError:  # a revision before the key was claimed in the money's transaction
+        return _marker_transfer(services, settings, engine, clock, day)
+    from shared.money.idempotency import IdempotencyClaim
+
+    by_path = _services_by_path(services, settings, engine, clock)
+
+    def transfer(path: str, order: Order) -> object:
+        claim = IdempotencyClaim(
+            order.user_id, "transfer", f"claimed-{order.record_id.hex}", "0" * 64, 201, _body
+        )
+        return by_path[path].transfer(claim, _transfer_order(order))
+
+    return transfer
+
+
+def _services_by_path(
+    services: Any, settings: Settings, engine: Engine, clock: FakeClock
+) -> dict[str, Any]:
     chain = services.require_audit_chain()
-    by_path = {
+    return {
         path: TransferService(
             engine,
             clock,
@@ -264,9 +282,21 @@ def _transfer_of_this_tree(
         for path in (BEFORE, AFTER)
     }
 
+
+def _marker_transfer(
+    services: Any, settings: Settings, engine: Engine, clock: FakeClock, day: datetime
+) -> Callable[[str, Order], object]:
+    """An earlier revision's transfer: its success hook completes the marker claimed before."""
+    from shared.money import idempotency
+
+    if not hasattr(idempotency, "SuccessRecord"):
+        return _earlier_transfer(services)
+    success_record: Any = idempotency.SuccessRecord
+    by_path = _services_by_path(services, settings, engine, clock)
+
     def transfer(path: str, order: Order) -> object:
-        def stored(receipt: Any) -> SuccessRecord:
-            return SuccessRecord(order.record_id, 201, _body(receipt), day)
+        def stored(receipt: Any) -> Any:
+            return success_record(order.record_id, 201, _body(receipt), day)
 
         return by_path[path].transfer(order.user_id, _transfer_order(order), on_success=stored)
 
@@ -274,10 +304,12 @@ def _transfer_of_this_tree(
 
 
 def _earlier_transfer(services: Any) -> Callable[[str, Order], object]:
-    from shared.money.idempotency import IdempotencyClaim
+    from shared.money import idempotency
+
+    claim_type: Any = idempotency.IdempotencyClaim
 
     def transfer(_path: str, order: Order) -> object:
-        claim = IdempotencyClaim(
+        claim = claim_type(
             order.record_id, order.user_id, "transfer", order.record_id.hex, "0" * 64
         )
 

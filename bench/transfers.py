@@ -11,8 +11,9 @@ it, and the daily sum's latency on a small vs a large ledger, on PostgreSQL.
 The `network` part: bench/transfer_network.py says what it measures and how.
 
 Creates its own PostgreSQL database (dropped at the end) and migrates it. Calls the service
-layer directly (TransferService.transfer: pre-check, then the locked transaction with the sum,
-balance, audit append, both balance writes, ledger rows and the conditional spend), from
+layer directly (TransferService.transfer: pre-check, then the locked transaction with the key's
+claim, the sum, balance, audit append, both balance writes, ledger rows, the conditional spend
+and the key's record), from
 `--clients` threads, each on its own pooled connection; no HTTP. Authorizations are inserted in
 bulk beforehand (the mint is not what is measured). Speed is never asserted in tests.
 """
@@ -46,7 +47,8 @@ from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
-from shared.money.transfers import TransferOrder, TransferService
+from shared.money.idempotency import IdempotencyClaim
+from shared.money.transfers import TransferOrder, TransferReceipt, TransferService
 from shared.settings import Settings, load_settings
 from tests.support.no_lock import NoDailyLimitLock
 
@@ -144,7 +146,7 @@ def _throughput(
             except queue.Empty:
                 return
             try:
-                service.transfer(user_id, order)
+                service.transfer(_claim(user_id), order)
             except DomainError:
                 with lock:
                     refused[0] += 1
@@ -157,6 +159,15 @@ def _throughput(
         t.join()
     elapsed = time.perf_counter() - started
     return len(orders) / elapsed, refused[0]
+
+
+def _claim(user_id: str) -> IdempotencyClaim[TransferReceipt]:
+    """A key of its own for each transfer (its claim is part of the transfer's transaction)."""
+    return IdempotencyClaim(user_id, "transfer", uuid.uuid4().hex, "0" * 64, 201, _body)
+
+
+def _body(receipt: TransferReceipt) -> str:
+    return f'{{"id":"{receipt.transaction_id}"}}'
 
 
 def _grow_history(engine: Engine, rows: int, accounts: list[uuid.UUID]) -> None:

@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
-    from shared.money.idempotency import IdempotencyKeys
     from shared.money.mint import TransferMint
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
@@ -75,7 +74,6 @@ class Services:
     mint: TransferMint
     transfers: TransferService
     rails: AccountRails
-    idempotency: IdempotencyKeys
     audit_chain: AuditChain | None
     sweep: NoticeSweep | None
     readiness: Readiness
@@ -115,7 +113,6 @@ def bootstrap(
     from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
-    from shared.money.idempotency import IdempotencyKeys
     from shared.money.mint import TransferMint
     from shared.money.ports import AuditAppender
     from shared.money.rails import AccountRails
@@ -168,10 +165,9 @@ def bootstrap(
         transfers=TransferService(
             engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
         ),
-        # The rails and the keys take no application lock: their waits are the tail's and the
+        # The rails take no application lock: their waits are the key's, the tail's and the
         # rows', Database__LockTimeoutSeconds, which every connection already has.
         rails=AccountRails(engine, clock, audit, busy_timeout_seconds=row_lock_timeout),
-        idempotency=IdempotencyKeys(engine, clock, lock_timeout_seconds=row_lock_timeout),
         audit_chain=chain,
         sweep=sweep,
         readiness=Readiness(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
@@ -34,14 +34,13 @@ from api_funcs.problem_docs import (
     idempotency_key_parameter,
 )
 from shared.audit.chain import AuditChainUnavailable
-from shared.bootstrap import Services
 from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
-from shared.money.idempotency import MAX_KEY_LENGTH, StoredResponse, SuccessHook
+from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
 from shared.money.mint import MintRequest
-from shared.money.rails import AccountRails
+from shared.money.rails import InternalTransferReceipt, RailReceipt
 from shared.money.refusals import (
     AccountForbidden,
     AccountNotFound,
@@ -55,10 +54,11 @@ from shared.money.refusals import (
     IdempotencyKeyReused,
     InsufficientFunds,
     LockTimeout,
+    OutcomeUnknown,
     PayeeInvalid,
     PayeeNotFound,
 )
-from shared.money.transfers import TransferOrder
+from shared.money.transfers import TransferOrder, TransferReceipt
 
 router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
@@ -74,6 +74,8 @@ _IDEMPOTENT: Refusals = (
     ConcurrencyConflict,
     # Audit__ChainKey unset, or the chain's tail row missing.
     AuditChainUnavailable,
+    # The connection lost during the commit, and the database not reachable to ask again.
+    OutcomeUnknown,
 )
 _ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
 
@@ -156,23 +158,25 @@ def _canonical(body: BaseModel) -> dict[str, Any]:
     return {**body.model_dump(mode="json"), **amounts}
 
 
-def _answer(stored: StoredResponse, replayed: bool) -> Response:
+def _answer(answer: Answer) -> Response:
     # The stored text itself, so a replay is byte-for-byte the first answer (ADR-0009).
-    headers = {"Idempotency-Replayed": "true"} if replayed else None
+    headers = {"Idempotency-Replayed": "true"} if answer.replayed else None
     return Response(
-        content=stored.body,
-        status_code=stored.status,
+        content=answer.body,
+        status_code=answer.status,
         media_type="application/json",
         headers=headers,
     )
 
 
 Route = TypeVar("Route", bound=Callable[..., Any])
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
-class MoneyOperation:
-    """An idempotent money operation: its Function name, route and success body (201)."""
+class MoneyOperation(Generic[R]):
+    """An idempotent money operation: its Function name, route and success body (201), which
+    renders the service's receipt (R)."""
 
     name: str
     path: str
@@ -193,48 +197,33 @@ class MoneyOperation:
             openapi_extra=idempotency_key_parameter(),
         )
 
-    def once(
-        self,
-        services: Services,
-        request: Request,
-        user_id: str,
-        body: BaseModel,
-        move: Callable[[SuccessHook], object],
-    ) -> Response:
-        """Run `move(on_success)` at most once per key: its hook renders the receipt into the
-        success the money's own transaction stores; a retry answers that text with
-        Idempotency-Replayed."""
+    def claim(self, request: Request, user_id: str, body: BaseModel) -> IdempotencyClaim[R]:
+        """The request under its Idempotency-Key, for the service's money transaction to claim:
+        its success is 201 with the receipt rendered by the published model."""
         key = _idempotency_key(request)
-        stored, replayed = services.idempotency.run(
-            user_id,
-            self.name,
-            key,
-            _canonical(body),
-            lambda success: move(lambda receipt: success(self.response.render(receipt))),
-            status=201,
-        )
-        return _answer(stored, replayed)
+        hash_ = request_hash(self.name, _canonical(body))
+        return IdempotencyClaim(user_id, self.name, key, hash_, 201, self.response.render)
 
 
-TRANSFER = MoneyOperation(
+TRANSFER = MoneyOperation[TransferReceipt](
     "transfer",
     "/api/transactions/transfer",
     "Spend a transfer authorization: an external transfer under the daily limit",
     TransferResponse,
 )
-INTERNAL_TRANSFER = MoneyOperation(
+INTERNAL_TRANSFER = MoneyOperation[InternalTransferReceipt](
     "internal_transfer",
     "/api/transactions/internal-transfer",
     "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
     InternalTransferResponse,
 )
-DEPOSIT = MoneyOperation(
+DEPOSIT = MoneyOperation[RailReceipt](
     "deposit",
     "/api/transactions/deposit",
     "Deposit into one of the caller's accounts",
     RailResponse,
 )
-WITHDRAWAL = MoneyOperation(
+WITHDRAWAL = MoneyOperation[RailReceipt](
     "withdrawal",
     "/api/transactions/withdrawal",
     "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
@@ -264,17 +253,11 @@ def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJ
 def transfer(
     request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices, _: Chain
 ) -> Response:
+    claim = TRANSFER.claim(request, user_id, body)
     order = TransferOrder(
         body.accountId, body.recipientAzureTag, cents(body.amount), body.authorizationId
     )
-    transfers = services.transfers
-    return TRANSFER.once(
-        services,
-        request,
-        user_id,
-        body,
-        lambda hook: transfers.transfer(user_id, order, on_success=hook),
-    )
+    return _answer(services.transfers.transfer(claim, order))
 
 
 @INTERNAL_TRANSFER.route()
@@ -285,37 +268,9 @@ def internal_transfer(
     services: HostServices,
     _: Chain,
 ) -> Response:
+    claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
-    rails = services.rails
-    return INTERNAL_TRANSFER.once(
-        services,
-        request,
-        user_id,
-        body,
-        lambda hook: rails.internal_transfer(user_id, source, target, amount, on_success=hook),
-    )
-
-
-RailMove = Callable[..., object]  # AccountRails.deposit / .withdrawal, unbound
-
-
-def _one_account(
-    operation: MoneyOperation,
-    move: RailMove,
-    request: Request,
-    body: AccountAmountBody,
-    user_id: str,
-    services: Services,
-) -> Response:
-    amount = cents(body.amount)
-    rails = services.rails
-    return operation.once(
-        services,
-        request,
-        user_id,
-        body,
-        lambda hook: move(rails, user_id, body.accountId, amount, on_success=hook),
-    )
+    return _answer(services.rails.internal_transfer(claim, source, target, amount))
 
 
 @DEPOSIT.route()
@@ -326,7 +281,8 @@ def deposit(
     services: HostServices,
     _: Chain,
 ) -> Response:
-    return _one_account(DEPOSIT, AccountRails.deposit, request, body, user_id, services)
+    claim = DEPOSIT.claim(request, user_id, body)
+    return _answer(services.rails.deposit(claim, body.accountId, cents(body.amount)))
 
 
 @WITHDRAWAL.route()
@@ -337,7 +293,8 @@ def withdrawal(
     services: HostServices,
     _: Chain,
 ) -> Response:
-    return _one_account(WITHDRAWAL, AccountRails.withdrawal, request, body, user_id, services)
+    claim = WITHDRAWAL.claim(request, user_id, body)
+    return _answer(services.rails.withdrawal(claim, body.accountId, cents(body.amount)))
 
 
 @router.get(

@@ -70,3 +70,12 @@ def exact_equals(
     included), on SQL Server as on PostgreSQL and SQLite."""
     element = column.__clause_element__() if isinstance(column, QueryableAttribute) else column
     return ExactEquals(element, bindparam(None, value, type_=element.type))
+
+
+def exact_equals_parameter(
+    column: ColumnElement[str] | QueryableAttribute[str], name: str
+) -> ColumnElement[bool]:
+    """`exact_equals` against the named bind parameter `name`, for a statement built once and
+    executed with its values."""
+    element = column.__clause_element__() if isinstance(column, QueryableAttribute) else column
+    return ExactEquals(element, bindparam(name, type_=element.type))

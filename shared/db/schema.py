@@ -68,7 +68,9 @@ class NoticeKind(enum.StrEnum):
 
 
 class IdempotencyState(enum.StrEnum):
-    IN_PROGRESS = "InProgress"  # claimed by a request still running (a duplicate gets 409)
+    # The key's row while its money transaction is open, uncommitted (a duplicate waits on it);
+    # committed only by the protocol before the claim moved into that transaction.
+    IN_PROGRESS = "InProgress"
     COMPLETED = "Completed"  # a success, stored with the money it moved
 
 

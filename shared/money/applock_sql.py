@@ -2,9 +2,9 @@
 the ONE module holding its SQL, one function per dialect (docs/database.md).
 
 Two transfers from two accounts of one user to two payees share no row, so only a lock on the
-user (taken first, before the sum and before any row) stops both from reading the same committed
-day and both committing. The wait is bounded by `DailyLimit__LockTimeoutSeconds`; a timeout is a
-fault (503 LOCK_TIMEOUT), never the 422.
+user (taken before the sum and before any account row; only the key's claim comes first) stops
+both from reading the same committed day and both committing. The wait is bounded by
+`DailyLimit__LockTimeoutSeconds`; a timeout is a fault (503 LOCK_TIMEOUT), never the 422.
 
     SQL Server  sp_getapplock on 'daily-limit:{userId}', Exclusive, owned by the transaction, with
                 @LockTimeout; the batch THROWs on a negative return, which the driver would not see
@@ -16,8 +16,7 @@ fault (503 LOCK_TIMEOUT), never the 422.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, TextClause, text
@@ -80,8 +79,9 @@ def _take_postgresql(session: Session, user_id: str, timeout_seconds: int) -> No
 
 
 def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) -> None:
-    """Take the user's lock as the transaction's first statement. On SQLite the lock was taken
-    by BEGIN IMMEDIATE already (see DailyLimitLock.unit_of_work)."""
+    """Take the user's lock, before the transfer's first read (after the key's claim, which
+    touches only the key's row). On SQLite the lock was taken by BEGIN IMMEDIATE already (see
+    DailyLimitLock.unit_of_work)."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
         _take_postgresql(session, user_id, timeout_seconds)
@@ -96,18 +96,20 @@ def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) 
 
 @dataclass(frozen=True)
 class DailyLimitLock:
-    """Opens the unit of work of one external transfer, holding the user's lock from its first
-    statement."""
+    """The user's lock for one external transfer: its unit of work (on SQLite, BEGIN IMMEDIATE
+    under the lock's wait, which is the lock) and the lock itself, taken right after the key's
+    claim and before any read."""
 
     timeout_seconds: int
 
-    @contextmanager
-    def unit_of_work(self, engine: Engine, user_id: str) -> Iterator[Session]:
+    def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (docs/database.md).
         # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
-        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone).
-        with writing_unit_of_work(
+        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone); the
+        # key's claim before it waits the connection's own bound, Database__LockTimeoutSeconds.
+        return writing_unit_of_work(
             engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
-        ) as session:
-            take_daily_limit_lock(session, user_id, self.timeout_seconds)
-            yield session
+        )
+
+    def take(self, session: Session, user_id: str) -> None:
+        take_daily_limit_lock(session, user_id, self.timeout_seconds)

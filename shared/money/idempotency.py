@@ -1,57 +1,68 @@
-"""Idempotency keys for money operations (ADR-0009, docs/http.md, the IETF Idempotency-Key draft).
+"""Idempotency keys for money operations (ADR-0009, the IETF Idempotency-Key draft).
 
-Keys are scoped to (user, operation). The protocol:
+Keys are scoped to (user, operation). The route builds an `IdempotencyClaim` — who, which
+operation, the key, the request's hash, and how a success is answered — and hands it to the
+operation, whose money transaction does everything else, in that one transaction:
 
-1. Claim: in a short transaction of its own, look the key up.
-   - Completed, same request hash → replay the stored status and body byte-for-byte.
-   - Any record with another request hash → 422 IDEMPOTENCY_KEY_REUSED.
-   - InProgress, same hash → 409 IDEMPOTENCY_IN_PROGRESS (a duplicate still in flight).
-   - Absent → insert an InProgress marker and commit it, BEFORE the money's transaction, so a
-     concurrent duplicate sees it (the unique (UserId, Operation, Key) decides a tie).
-2. The money's transaction completes the marker (State Completed, status, body) in the SAME
-   transaction as the money: a success is stored if and only if the money moved. The operation
-   hands its writer a `SuccessRecord` (the marker's Id and the answer); the writer stores it with
-   `store_success`, or in the one batch of its other writes, and either way a marker that is no
-   longer ours rolls the money back (`ClaimLost`).
-3. A refusal or fault deletes the marker (never stored, never replayed: the next try with the key
-   is evaluated afresh, ADR-0050 A3.4).
+1. Claim, as its first statement (shared/money/key_claim_sql.py): insert the key's row unless
+   the key has one. A duplicate still in flight holds its row uncommitted, so the claim waits for
+   that transaction to end (at most Database__LockTimeoutSeconds, then 409
+   IDEMPOTENCY_IN_PROGRESS: only then is another attempt really alive). Then the key's committed
+   record, if any, decides: the same request hash replays its stored status and body byte for
+   byte; another hash is 422 IDEMPOTENCY_KEY_REUSED.
+2. Move the money, render the answer, and complete the row (State Completed, status, body) in
+   the same transaction: a success is stored if and only if the money moved.
+3. Commit. A refusal, a fault or a crash before it rolls the row back with the money, so the key
+   is free at once, evaluated afresh by the next try (ADR-0050 A3.4): nothing to release and
+   nothing to take over. A process that dies mid-request ends its transaction with its
+   connection (and on PostgreSQL a backend notices within half a second, even mid-wait).
 
-A process that dies between 1 and 3 leaves a marker whose money never committed (2 is atomic with
-the money). After `in_progress_seconds` such a marker is taken over: deleted and claimed anew under
-a new Id. Completion is conditional on the Id still being ours and InProgress, so even a request
-that outlived its marker cannot store (or commit) a second success for the key.
+A connection lost during COMMIT leaves the outcome unknown to us: the transaction is run once
+more, and its claim finds out — the record committed (the answer is the stored one, ours), or
+the key is free (nothing moved; this run moves it), or still held (409). When even that run
+cannot reach the database, the answer is 503 OUTCOME_UNKNOWN, which says so.
+
+An `InProgress` row that is committed was left by the code before this protocol (which committed
+a marker before the money and completed it with the money): its money never moved without its
+completion, and that completion was conditional on the marker, so the claim deletes it and
+claims the key in its place.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Engine, delete, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Select, bindparam, delete, select, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from shared.clock import Clock
-from shared.db.exact import exact_equals
-from shared.db.faults import DriverFault, map_driver_faults
+from shared.db.exact import exact_equals_parameter
+from shared.db.faults import DriverFault, driver_fault, is_unavailable
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.storable_text import column_length
-from shared.db.uow import writing_unit_of_work
-from shared.db.writes import rows_matched
-from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, LockTimeout
+from shared.money.key_claim_sql import bounds, claim_statement
+from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, OutcomeUnknown
+from shared.money.retry import CommitLost, run_money_transaction
 
-T = TypeVar("T")
+R = TypeVar("R")
 
 log = logging.getLogger("azurebank.money")
 
 MAX_KEY_LENGTH = column_length(IdempotencyRecord.Key)  # 255
+_COMPLETED = IdempotencyState.COMPLETED.value
+_IN_PROGRESS = IdempotencyState.IN_PROGRESS.value
 
 
 def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
@@ -67,212 +78,212 @@ def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class StoredResponse:
-    """A success as it was first answered; replayed byte-for-byte."""
+class IdempotencyClaim(Generic[R]):
+    """A money request under its Idempotency-Key, as its operation claims it: the caller, the
+    operation, the key, the request's hash, and the status and body (`render` of the operation's
+    receipt) its success answers and stores."""
 
-    status: int
-    body: str
-
-
-@dataclass(frozen=True)
-class IdempotencyClaim:
-    """An InProgress marker this request holds."""
-
-    record_id: uuid.UUID
     user_id: str
     operation: str
     key: str
     request_hash: str
+    status: int
+    render: Callable[[R], str]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a keyed money operation answers: the success's status and exact body, and whether
+    it is the stored answer of an earlier attempt (a replay)."""
+
+    status: int
+    body: str
+    replayed: bool
 
 
 @dataclass(frozen=True)
 class SuccessRecord:
-    """A success to store in the money's own transaction: it completes the marker `record_id`
-    only while that marker is still InProgress (still ours)."""
+    """A success to store in the money's own transaction: it completes the row `record_id` that
+    the transaction's claim inserted."""
 
     record_id: uuid.UUID
     status: int
     body: str
     completed_at: datetime
 
-
-# What a money operation calls with its receipt inside its transaction, before the commit: the
-# success its writer must store with the money (the idempotency record).
-SuccessHook = Callable[[Any], SuccessRecord]
+    def answer(self) -> Answer:
+        return Answer(self.status, self.body, replayed=False)
 
 
-def store_success(session: Session, record: SuccessRecord) -> None:
-    """Complete the marker in the money's transaction; raise ClaimLost when it is no longer ours
-    (the caller's transaction must then roll back)."""
-    completed = rows_matched(
-        session,
-        update(IdempotencyRecord)
-        .where(
-            IdempotencyRecord.Id == record.record_id,
-            IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
+@dataclass(frozen=True)
+class HeldKey(Generic[R]):
+    """The key's row this transaction inserted: uncommitted, so a duplicate waits on it."""
+
+    record_id: uuid.UUID
+    claim: IdempotencyClaim[R]
+
+    def success(self, receipt: R, completed_at: datetime) -> SuccessRecord:
+        """The answer to `receipt`, rendered, as the row's completion stores it."""
+        return SuccessRecord(
+            self.record_id, self.claim.status, self.claim.render(receipt), completed_at
         )
-        .values(
-            State=IdempotencyState.COMPLETED.value,
-            ResponseStatus=record.status,
-            ResponseBody=record.body,
-            CompletedAt=record.completed_at,
+
+
+def stored_answer(
+    claim: IdempotencyClaim[Any],
+    hash_: str | None,
+    state: str | None,
+    status: int | None,
+    body: str | None,
+) -> Answer | None:
+    """The key's committed record judged (None for each column when there is none): its replay,
+    None when there is no record to answer (none, or one abandoned `InProgress`), or 422
+    IDEMPOTENCY_KEY_REUSED for another request's."""
+    if state is None or state == _IN_PROGRESS:
+        return None
+    if hash_ != claim.request_hash:
+        raise IdempotencyKeyReused()
+    assert status is not None and body is not None
+    return Answer(status, body, replayed=True)
+
+
+def key_match() -> ColumnElement[bool]:
+    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect)."""
+    return (
+        (IdempotencyRecord.UserId == bindparam("user_id", type_=IdempotencyRecord.UserId.type))
+        & (
+            IdempotencyRecord.Operation
+            == bindparam("operation", type_=IdempotencyRecord.Operation.type)
         )
-        .execution_options(synchronize_session=False),
+        & exact_equals_parameter(IdempotencyRecord.Key, "key")
     )
-    if completed != 1:
-        raise ClaimLost()
 
 
-class ClaimLost(Exception):
-    """Our marker was taken over (we outlived `in_progress_seconds`); our money rolls back."""
+def key_parameters(claim: IdempotencyClaim[Any]) -> dict[str, str]:
+    return {"user_id": claim.user_id, "operation": claim.operation, "key": claim.key}
 
 
-class IdempotencyKeys:
-    def __init__(
-        self,
-        engine: Engine,
-        clock: Clock,
-        *,
-        lock_timeout_seconds: int,
-        in_progress_seconds: int = 300,
-    ) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._lock_timeout_seconds = lock_timeout_seconds
-        self._stale_after = timedelta(seconds=in_progress_seconds)
+@functools.cache
+def _record_read() -> Select[uuid.UUID, str, str, int | None, str | None]:
+    return select(
+        IdempotencyRecord.Id,
+        IdempotencyRecord.RequestHash,
+        IdempotencyRecord.State,
+        IdempotencyRecord.ResponseStatus,
+        IdempotencyRecord.ResponseBody,
+    ).where(key_match())
 
-    @contextmanager
-    def _unit(self) -> Iterator[Session]:
-        # A marker's transaction is a few statements; it waits for the right to write no longer
-        # than the money would (DailyLimit__LockTimeoutSeconds), and a wait that runs out is the
-        # same 503 LOCK_TIMEOUT, never a 500.
-        faults = {DriverFault.LOCK_TIMEOUT: LockTimeout}
-        with (
-            map_driver_faults(self._engine.dialect.name, faults),
-            writing_unit_of_work(self._engine, wait_seconds=self._lock_timeout_seconds) as session,
-        ):
-            yield session
 
-    def claim(
-        self, user_id: str, operation: str, key: str, hash_: str
-    ) -> IdempotencyClaim | StoredResponse:
-        """Claim the key for this request, or return the stored success to replay; raise 422
-        IDEMPOTENCY_KEY_REUSED or 409 IDEMPOTENCY_IN_PROGRESS."""
-        for _ in range(3):
-            now = self._clock.now()
-            with self._unit() as session:
-                record = self._find(session, user_id, operation, key)
-                if record is not None:
-                    outcome = self._judge(session, record, hash_, now)
-                    if outcome is not None:
-                        return outcome
-                    # A stale marker was deleted in this transaction: claim in its place.
-                claim = IdempotencyClaim(uuid.uuid4(), user_id, operation, key, hash_)
-                session.add(
-                    IdempotencyRecord(
-                        Id=claim.record_id,
-                        UserId=user_id,
-                        Operation=operation,
-                        Key=key,
-                        RequestHash=hash_,
-                        State=IdempotencyState.IN_PROGRESS.value,
-                        CreatedAt=now,
-                    )
-                )
-                try:
-                    session.commit()
-                except IntegrityError:
-                    # A concurrent duplicate claimed first: look again.
-                    continue
-                return claim
-        raise IdempotencyInProgress()
+def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer | None:
+    """The key's committed record judged (`stored_answer`), read on its own."""
+    record = session.execute(_record_read(), key_parameters(claim)).first()
+    return None if record is None else stored_answer(claim, *record[1:])
 
-    def _find(
-        self, session: Session, user_id: str, operation: str, key: str
-    ) -> IdempotencyRecord | None:
-        return session.scalar(
-            select(IdempotencyRecord).where(
-                IdempotencyRecord.UserId == user_id,
-                IdempotencyRecord.Operation == operation,
-                # Exact on every dialect, trailing spaces included (docs/database.md).
-                exact_equals(IdempotencyRecord.Key, key),
-            )
-        )
 
-    def _judge(
-        self, session: Session, record: IdempotencyRecord, hash_: str, now: datetime
-    ) -> StoredResponse | None:
-        if record.RequestHash != hash_:
-            raise IdempotencyKeyReused()
-        if record.State == IdempotencyState.COMPLETED.value:
-            assert record.ResponseStatus is not None and record.ResponseBody is not None
-            return StoredResponse(record.ResponseStatus, record.ResponseBody)
-        if now - record.CreatedAt < self._stale_after:
-            raise IdempotencyInProgress()
-        # Abandoned: its money never committed (completion is atomic with the money).
+def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
+    """Claim the key as the transaction's first statement: the row this transaction now holds,
+    or the stored success to replay; 422 IDEMPOTENCY_KEY_REUSED, or 409 IDEMPOTENCY_IN_PROGRESS
+    when another attempt still holds the key after the connection's lock wait."""
+    dialect = session.get_bind().dialect.name
+    for _ in range(3):
+        record_id = uuid.uuid4()
+        try:
+            claimed = session.execute(
+                claim_statement(dialect),
+                {
+                    "record_id": record_id,
+                    **key_parameters(claim),
+                    "request_hash": claim.request_hash,
+                    "now": now,
+                    **bounds(dialect),
+                },
+            ).first()
+        except DBAPIError as exc:
+            # A server's lock timeout here is the wait on another attempt's key. SQLite's is the
+            # write lock its BEGIN IMMEDIATE waits for (no uncommitted row of another exists
+            # there): LOCK_TIMEOUT, as for any writer.
+            if dialect != "sqlite" and driver_fault(exc, dialect) is DriverFault.LOCK_TIMEOUT:
+                raise IdempotencyInProgress() from None
+            raise
+        if claimed is not None:
+            return HeldKey(record_id, claim)
+        record = session.execute(_record_read(), key_parameters(claim)).first()
+        if record is None:
+            continue  # pruned since the claim met it: claim again
+        found, hash_, state, status, body = record
+        answer = stored_answer(claim, hash_, state, status, body)
+        if answer is not None:
+            return answer
+        # Committed InProgress: abandoned by the code before this protocol (module docstring).
         session.execute(
             delete(IdempotencyRecord).where(
-                IdempotencyRecord.Id == record.Id,
-                IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
+                IdempotencyRecord.Id == found, IdempotencyRecord.State == _IN_PROGRESS
             )
         )
-        return None
+    raise IdempotencyInProgress()
 
-    def success(self, claim: IdempotencyClaim, status: int, body: str) -> SuccessRecord:
-        """The success that completes `claim`, for the money's writer to store."""
-        return SuccessRecord(claim.record_id, status, body, self._clock.now())
 
-    def release(self, claim: IdempotencyClaim) -> None:
-        """A refusal or fault: drop the marker, so the key is evaluated afresh next time."""
-        with self._unit() as session:
-            session.execute(
-                delete(IdempotencyRecord).where(
-                    IdempotencyRecord.Id == claim.record_id,
-                    IdempotencyRecord.State == IdempotencyState.IN_PROGRESS.value,
-                )
-            )
-            session.commit()
+def store_success(session: Session, success: SuccessRecord) -> None:
+    """Complete the row this transaction claimed, in the money's transaction."""
+    session.execute(
+        update(IdempotencyRecord)
+        .where(IdempotencyRecord.Id == success.record_id)
+        .values(
+            State=_COMPLETED,
+            ResponseStatus=success.status,
+            ResponseBody=success.body,
+            CompletedAt=success.completed_at,
+        )
+        .execution_options(synchronize_session=False)
+    )
 
-    def run(
-        self,
-        user_id: str,
-        operation: str,
-        key: str,
-        canonical: Mapping[str, Any],
-        action: Callable[[Callable[[str], SuccessRecord]], T],
-        *,
-        status: int,
-    ) -> tuple[StoredResponse, bool]:
-        """Run `action` at most once per key and answer (response, replayed).
 
-        `action(success)` performs the money operation; inside its transaction, before the
-        commit, it calls `success(body)` with the exact body it answers and stores the record
-        that returns with its money."""
-        hash_ = request_hash(operation, canonical)
-        outcome = self.claim(user_id, operation, key, hash_)
-        if isinstance(outcome, StoredResponse):
-            return outcome, True
-        claim = outcome
-        stored: list[str] = []
+class _Replay(Exception):
+    """The key's stored answer, carried out of a transaction that wrote nothing."""
 
-        def success(body: str) -> SuccessRecord:
-            # The last attempt's body is the one its commit stored (a lost race runs again).
-            stored.append(body)
-            return self.success(claim, status, body)
+    def __init__(self, answer: Answer) -> None:
+        super().__init__("replay")
+        self.answer = answer
 
+
+def run_keyed(
+    open_unit: Callable[[], AbstractContextManager[Session]],
+    claim: IdempotencyClaim[R],
+    clock: Clock,
+    move: Callable[[Session, HeldKey[R]], Answer],
+    *,
+    dialect: str,
+) -> Answer:
+    """Run the money transaction of `claim`: the key claimed first, then `move` (which moves the
+    money and stores `held.success(receipt)` with it), in the retry loop; a commit whose
+    connection was lost is resolved by running the transaction once more (module docstring)."""
+
+    def attempt(session: Session) -> Answer:
+        held = claim_key(session, claim, clock.now())
+        if isinstance(held, Answer):
+            raise _Replay(held)  # nothing was written: the transaction rolls back, no COMMIT
+        return move(session, held)
+
+    def transaction() -> Answer:
         try:
-            action(success)
-        except ClaimLost:
-            # Our money rolled back; whoever holds the key now answers for it.
-            again = self.claim(user_id, operation, key, hash_)
-            if isinstance(again, StoredResponse):
-                return again, True
-            self.release(again)
-            raise IdempotencyInProgress() from None
-        except BaseException:
-            try:
-                self.release(claim)
-            except Exception:  # the refusal is the answer; a stale marker ages out (see above)
-                log.warning("Could not release an idempotency marker; it will be taken over")
-            raise
-        return StoredResponse(status, stored[-1]), False
+            return run_money_transaction(open_unit, attempt, dialect=dialect)
+        except _Replay as replay:
+            return replay.answer
+
+    try:
+        return transaction()
+    except CommitLost as lost:
+        sent = lost.result
+    log.warning("%s: the connection was lost during COMMIT; asking the key", claim.operation)
+    try:
+        again = transaction()
+    except CommitLost:
+        raise OutcomeUnknown() from None
+    except (DBAPIError, PoolTimeout) as exc:
+        if is_unavailable(exc):
+            raise OutcomeUnknown() from None
+        raise
+    if isinstance(sent, Answer) and again.replayed and again.body == sent.body:
+        # The lost commit landed: this is our own first answer, not an earlier request's.
+        return sent
+    return again

@@ -1,16 +1,21 @@
-"""The external transfer's pre-check (ADR-0050 D4.2), in ONE read: the payee, the authorization
-and the day's outflow so far, judged in the rungs' order.
+"""The external transfer's pre-check (ADR-0050 D4.2), in ONE read: the key's committed record,
+the payee, the authorization and the day's outflow so far, judged in the rungs' order.
 
-    payee (404 PAYEE_NOT_FOUND / 422 PAYEE_INVALID)
+    the key's record: the same request replays its stored success, another is 422
+      IDEMPOTENCY_KEY_REUSED (first, as every keyed operation answers: a transfer that committed
+      has spent its authorization, so any rung below would refuse its retry)
+    → authorization present (401 AUTHORIZATION_REQUIRED)
+    → payee (404 PAYEE_NOT_FOUND / 422 PAYEE_INVALID)
     → authorization: the caller's, for this account, payee and amount, Pending
       (401 AUTHORIZATION_INVALID), unexpired (401 AUTHORIZATION_EXPIRED)
     → the day's limit (422 DAILY_LIMIT_EXCEEDED; after the authorization, so it is no oracle)
 
-Nothing here is authoritative: the locked transaction re-reads the sum (D4.3) and spends the
-authorization only if it is still Pending and unexpired. The three answers are independent
-reads with no consistency owed to each other, so one statement serves them, which is two round
-trips and two statements' client CPU fewer on every transfer than a read each. The answers are
-judged in the same order the separate reads were, so every refusal is the one it was.
+Nothing here is authoritative: the locked transaction claims the key (a duplicate in flight is
+met there), re-reads the sum (D4.3) and spends the authorization only if it is still Pending and
+unexpired. The answers are independent reads with no consistency owed to each other, so one
+statement serves them, which is round trips and statements' client CPU fewer on every transfer
+than a read each. The answers are judged in the same order the separate reads were, so every
+refusal is the one it was.
 """
 
 from __future__ import annotations
@@ -19,14 +24,27 @@ import functools
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from shared.clock import utc_day
-from shared.db.schema import AspNetUser, AuthorizationStatus, TransferAuthorization
+from shared.db.schema import (
+    AspNetUser,
+    AuthorizationStatus,
+    IdempotencyRecord,
+    TransferAuthorization,
+)
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum, outflow
+from shared.money.idempotency import (
+    Answer,
+    IdempotencyClaim,
+    committed_answer,
+    key_match,
+    key_parameters,
+    stored_answer,
+)
 from shared.money.payees import (
     Payee,
     judge_payee,
@@ -34,7 +52,11 @@ from shared.money.payees import (
     payee_match,
     refuse_an_unstorable_tag,
 )
-from shared.money.refusals import AuthorizationExpired, AuthorizationInvalid
+from shared.money.refusals import (
+    AuthorizationExpired,
+    AuthorizationInvalid,
+    AuthorizationRequired,
+)
 
 if TYPE_CHECKING:
     from shared.money.transfers import TransferOrder
@@ -43,23 +65,34 @@ if TYPE_CHECKING:
 def pre_check(
     session: Session,
     limit: DailyOutflowLimit,
-    user_id: str,
+    claim: IdempotencyClaim[Any],
     order: TransferOrder,
     now: datetime,
-) -> Payee:
-    """The payee, once the order has passed every rung before the locked transaction."""
+) -> Payee | Answer:
+    """The stored answer to replay, or the payee once the order has passed every rung before
+    the locked transaction."""
     refuse_an_unstorable_tag(order.recipient_azure_tag)
+    if order.authorization_id is None:
+        # Only the key can answer before this rung; no authorization is not a value to bind.
+        replay = committed_answer(session, claim)
+        if replay is not None:
+            return replay
+        raise AuthorizationRequired()
+    user_id = claim.user_id
     day_start, day_end = utc_day(now)
     row = session.execute(
         _pre_check_read(),
         {
+            **key_parameters(claim),
             "azure_tag": order.recipient_azure_tag,
             "authorization_id": order.authorization_id,
-            "user_id": user_id,
             "day_start": day_start,
             "day_end": day_end,
         },
     ).one()
+    replay = stored_answer(claim, row.RequestHash, row.State, row.ResponseStatus, row.ResponseBody)
+    if replay is not None:
+        return replay
     payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
     # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
     if (
@@ -77,19 +110,29 @@ def pre_check(
 
 
 @functools.cache
-def _pre_check_read() -> Select[str, int, str, uuid.UUID, str, Decimal, str, datetime, Decimal]:
-    """One row whatever matches: an anchor row, outer-joined to the tag's user and to the
-    authorization (NULLs where nothing matches), with the day's sum beside them. The anchor is
-    a one-row derived table, which both servers and SQLite accept (SQL Server has no FROM-less
-    join)."""
+def _pre_check_read() -> Select[
+    str, str, int | None, str | None, str, int, str, uuid.UUID, str, Decimal, *tuple[Any, ...]
+]:
+    """One row whatever matches: an anchor row, outer-joined to the key's record, the tag's user
+    and the authorization (NULLs where nothing matches), with the day's sum beside them. The
+    anchor is a one-row derived table, which both servers and SQLite accept (SQL Server has no
+    FROM-less join)."""
     anchor = select(literal(1).label("one")).subquery("anchor")
     payee_user_id, payee_open = payee_columns()
-    joined = anchor.outerjoin(AspNetUser, payee_match()).outerjoin(
-        TransferAuthorization,
-        TransferAuthorization.Id
-        == bindparam("authorization_id", type_=TransferAuthorization.Id.type),
+    joined = (
+        anchor.outerjoin(IdempotencyRecord, key_match())
+        .outerjoin(AspNetUser, payee_match())
+        .outerjoin(
+            TransferAuthorization,
+            TransferAuthorization.Id
+            == bindparam("authorization_id", type_=TransferAuthorization.Id.type),
+        )
     )
     return select(
+        IdempotencyRecord.RequestHash,
+        IdempotencyRecord.State,
+        IdempotencyRecord.ResponseStatus,
+        IdempotencyRecord.ResponseBody,
         payee_user_id.label("payee_user_id"),
         payee_open.label("payee_open"),
         TransferAuthorization.UserId,

@@ -21,16 +21,21 @@ from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work
 from shared.errors import ValidationFailed
 from shared.money.accounts import move_money, own_open_account, post_entry, write_balance
-from shared.money.idempotency import SuccessHook, store_success
+from shared.money.idempotency import (
+    Answer,
+    HeldKey,
+    IdempotencyClaim,
+    run_keyed,
+    store_success,
+)
 from shared.money.ports import AuditAppender
 from shared.money.refusals import InsufficientFunds
-from shared.money.retry import run_money_transaction
 
 INTERNAL_TRANSFER_COMPLETED = "InternalTransferCompleted"
 DEPOSIT_COMPLETED = "DepositCompleted"
 WITHDRAWAL_COMPLETED = "WithdrawalCompleted"
 
-T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,9 @@ class InternalTransferReceipt:
 
 
 class AccountRails:
-    """Money movements within one customer's accounts, or across the bank's edge."""
+    """Money movements within one customer's accounts, or across the bank's edge; each at most
+    once per Idempotency-Key (shared/money/idempotency.py), the key claimed first in its
+    transaction."""
 
     def __init__(
         self, engine: Engine, clock: Clock, audit: AuditAppender, *, busy_timeout_seconds: int
@@ -69,21 +76,35 @@ class AccountRails:
         # A read-then-write: it holds the right to write from its first statement.
         return writing_unit_of_work(self._engine, wait_seconds=self._wait_seconds)
 
-    def _run(self, work: Callable[[Session], T]) -> T:
-        return run_money_transaction(self._unit, work, dialect=self._engine.dialect.name)
+    def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
+        """`move` in the key's transaction, its receipt's answer stored with the money."""
+
+        def moved(session: Session, held: HeldKey[R]) -> Answer:
+            receipt = move(session)
+            success = held.success(receipt, self._clock.now())
+            store_success(session, success)
+            session.flush()
+            return success.answer()
+
+        return run_keyed(
+            self._unit,
+            claim,
+            self._clock,
+            moved,
+            dialect=self._engine.dialect.name,
+        )
 
     def internal_transfer(
         self,
-        user_id: str,
+        claim: IdempotencyClaim[InternalTransferReceipt],
         from_account_id: uuid.UUID,
         to_account_id: uuid.UUID,
         amount: Decimal,
-        *,
-        on_success: SuccessHook | None = None,
-    ) -> InternalTransferReceipt:
+    ) -> Answer:
         """TransferOut without a RecipientAzureTag (so D2 does not count it) and TransferIn."""
         if from_account_id == to_account_id:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
+        user_id = claim.user_id
 
         def attempt(session: Session) -> InternalTransferReceipt:
             source = own_open_account(session, user_id, from_account_id)
@@ -108,46 +129,32 @@ class AccountRails:
             balance = move_money(
                 session, source, target, amount, entry_id=transaction_id, created_at=now
             )
-            receipt = InternalTransferReceipt(
+            return InternalTransferReceipt(
                 transaction_id, source.Id, target.Id, amount, balance, now
             )
-            if on_success is not None:
-                store_success(session, on_success(receipt))
-            session.flush()
-            return receipt
 
-        return self._run(attempt)
+        return self._run(claim, attempt)
 
     def deposit(
-        self,
-        user_id: str,
-        account_id: uuid.UUID,
-        amount: Decimal,
-        *,
-        on_success: SuccessHook | None = None,
-    ) -> RailReceipt:
-        return self._single(TransactionType.DEPOSIT, user_id, account_id, amount, on_success)
+        self, claim: IdempotencyClaim[RailReceipt], account_id: uuid.UUID, amount: Decimal
+    ) -> Answer:
+        return self._single(TransactionType.DEPOSIT, claim, account_id, amount)
 
     def withdrawal(
-        self,
-        user_id: str,
-        account_id: uuid.UUID,
-        amount: Decimal,
-        *,
-        on_success: SuccessHook | None = None,
-    ) -> RailReceipt:
+        self, claim: IdempotencyClaim[RailReceipt], account_id: uuid.UUID, amount: Decimal
+    ) -> Answer:
         """Not counted by the daily limit (ADR-0056); refused only for funds."""
-        return self._single(TransactionType.WITHDRAWAL, user_id, account_id, amount, on_success)
+        return self._single(TransactionType.WITHDRAWAL, claim, account_id, amount)
 
     def _single(
         self,
         type_: TransactionType,
-        user_id: str,
+        claim: IdempotencyClaim[RailReceipt],
         account_id: uuid.UUID,
         amount: Decimal,
-        on_success: SuccessHook | None,
-    ) -> RailReceipt:
+    ) -> Answer:
         """A deposit or a withdrawal: one ledger row on one account, in the retry loop."""
+        user_id = claim.user_id
 
         def attempt(session: Session) -> RailReceipt:
             account = own_open_account(session, user_id, account_id)
@@ -177,10 +184,6 @@ class AccountRails:
                 amount=amount,
                 created_at=now,
             )
-            receipt = RailReceipt(transaction_id, account.Id, amount, balance, now)
-            if on_success is not None:
-                store_success(session, on_success(receipt))
-            session.flush()
-            return receipt
+            return RailReceipt(transaction_id, account.Id, amount, balance, now)
 
-        return self._run(attempt)
+        return self._run(claim, attempt)

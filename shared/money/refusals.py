@@ -7,7 +7,7 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
     NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
     Conflict        IDEMPOTENCY_IN_PROGRESS
     Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Fault           LOCK_TIMEOUT, CONCURRENCY_CONFLICT
+    Fault           LOCK_TIMEOUT, CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN
 """
 
 from __future__ import annotations
@@ -116,12 +116,29 @@ class ConcurrencyConflict(Fault):
     retry_after = 1
 
 
+class OutcomeUnknown(Fault):
+    """The connection was lost during the commit and the database could not be asked again:
+    the money may have moved or not. Never "nothing moved": that is not known. The retry with
+    the same key answers what happened (the stored success, or the operation done now)."""
+
+    error_code = "OUTCOME_UNKNOWN"
+    title = (
+        "The database connection was lost while the operation was committed, so whether it "
+        "happened is not known. Retrying with the same Idempotency-Key is safe: it answers "
+        "what happened."
+    )
+    retry_after = 5
+
+
 class IdempotencyKeyReused(Refusal):
     error_code = "IDEMPOTENCY_KEY_REUSED"
     title = "This Idempotency-Key was used with a different request."
 
 
 class IdempotencyInProgress(Conflict):
+    """Another attempt with the key still holds it (its transaction is open) after the claim
+    waited the lock timeout for it."""
+
     error_code = "IDEMPOTENCY_IN_PROGRESS"
     title = "A request with this Idempotency-Key is still in progress."
     retry_after = 1

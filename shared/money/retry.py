@@ -1,6 +1,8 @@
-"""The retry loop around one money transaction (the transfer's steps: shared/money/transfers.py):
-each attempt is a fresh unit of work; a lost race on an account's concurrency token (or a deadlock
-the server broke) rolls the whole attempt back and runs it again, a bounded number of times."""
+"""The retry loop around one money transaction (docs/money.md): each attempt is a fresh unit of
+work; a lost race on an account's concurrency token (or a deadlock the server broke) rolls the
+whole attempt back and runs it again, a bounded number of times. A connection lost during COMMIT
+is not a race: whether the server committed is unknown here, so it is raised as `CommitLost` for
+the caller, which can find out (shared/money/idempotency.py asks the key)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.db.faults import DriverFault, driver_fault
+from shared.db.faults import DriverFault, driver_fault, is_unavailable
 from shared.money.refusals import ConcurrencyConflict, LockTimeout
 
 T = TypeVar("T")
@@ -31,6 +33,15 @@ class LostRace(Exception):
     """A conditional write matched no row: someone committed first. Retry the attempt."""
 
 
+class CommitLost(Exception):
+    """The connection failed during COMMIT: the server may have committed `result`'s
+    transaction, or not."""
+
+    def __init__(self, result: object) -> None:
+        super().__init__("the connection was lost during COMMIT")
+        self.result = result
+
+
 def run_money_transaction(
     open_unit: Callable[[], AbstractContextManager[Session]],
     work: Callable[[Session], T],
@@ -44,7 +55,7 @@ def run_money_transaction(
         try:
             with open_unit() as session:
                 result = work(session)
-                session.commit()
+                _commit(session, result)
                 return result
         except LostRace:
             pass
@@ -59,3 +70,12 @@ def run_money_transaction(
         # Jitter so losers do not collide again in lockstep.
         time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
     raise ConcurrencyConflict()
+
+
+def _commit(session: Session, result: object) -> None:
+    try:
+        session.commit()
+    except DBAPIError as exc:
+        if is_unavailable(exc):
+            raise CommitLost(result) from None
+        raise

@@ -10,7 +10,7 @@ hash chained into the new row in Python), every write goes in ONE round trip, th
     both balances, each conditional on the concurrency token read before (`Version` = seen)
     the TransferOut and TransferIn ledger rows
     the authorization spent, conditional on Pending and unexpired (of two spends one loses)
-    the idempotency record completed, conditional on the marker being ours (when there is one)
+    the idempotency record completed: the row this transaction's claim inserted
 
     PostgreSQL  one statement of data-modifying CTEs; its SELECT returns how many rows the
                 conditional writes matched
@@ -19,9 +19,9 @@ hash chained into the new row in Python), every write goes in ONE round trip, th
     SQLite      one statement per write (one writer at a time: nobody waits on this transaction's
                 round trips but its own host), stopping at the first conditional write that loses
 
-Nothing here decides: the caller reads the counts (`WriteOutcome`) and raises — a lost race, a
-lost spend, a lost marker — and its unit of work rolls the whole transaction back, so a write
-that half-applied is never committed (only the boundary commits).
+Nothing here decides: the caller reads the counts (`WriteOutcome`) and raises — a lost race or
+a lost spend — and its unit of work rolls the whole transaction back, so a write
+that half-applied is never committed (only the boundary commits: docs/architecture.md#house-rules).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from shared.db.schema import (
 )
 from shared.db.writes import rows_matched
 from shared.money.accounts import balance_update, post_entry
-from shared.money.idempotency import ClaimLost, SuccessRecord, store_success
+from shared.money.idempotency import SuccessRecord, store_success
 
 
 @dataclass(frozen=True)
@@ -75,17 +75,16 @@ class TransferWrites:
     amount: Decimal
     authorization_id: uuid.UUID
     now: datetime
-    success: SuccessRecord | None
+    success: SuccessRecord
 
 
 @dataclass(frozen=True)
 class WriteOutcome:
     """How many rows the conditional writes matched; the transfer holds only when every one is
-    1 (both balances: 2). `stored` is None when there was no idempotency record to store."""
+    1 (both balances: 2)."""
 
     balances: int
     spent: int
-    stored: int | None
 
 
 # The bound values of the one-round-trip forms, by name, each typed by the column it is written
@@ -119,23 +118,21 @@ _PARAMETER_COLUMNS: dict[str, ColumnElement[object]] = {
     "response_body": IdempotencyRecord.__table__.c.ResponseBody,
     "completed_at": IdempotencyRecord.__table__.c.CompletedAt,
 }
-_SUCCESS_PARAMETERS = ("record_id", "response_status", "response_body", "completed_at")
 
 _PENDING = AuthorizationStatus.PENDING.value
 _SPENT = AuthorizationStatus.SPENT.value
 
 
-def _typed(sql: str, *, with_success: bool) -> TextClause:
-    names = [name for name in _PARAMETER_COLUMNS if with_success or name not in _SUCCESS_PARAMETERS]
+def _typed(sql: str) -> TextClause:
     binds: list[BindParameter[object]] = [
-        bindparam(name, type_=_PARAMETER_COLUMNS[name].type) for name in names
+        bindparam(name, type_=column.type) for name, column in _PARAMETER_COLUMNS.items()
     ]
     return text(sql).bindparams(*binds)
 
 
 # The statuses are the schema's enums, as literals (the compile tests hold them to the enums):
 # TransactionType TransferOut / TransferIn, TransactionStatus Completed, AuthorizationStatus
-# Pending → Spent, IdempotencyState InProgress → Completed; the tail is row 1 (tail_sql.TAIL_ID).
+# Pending → Spent, IdempotencyState Completed; the tail is row 1 (tail_sql.TAIL_ID).
 _POSTGRESQL_WRITES = """WITH first_balance AS (
     UPDATE "Accounts" SET "Balance" = :first_balance, "Version" = "Version" + 1
     WHERE "Id" = :first_account_id AND "Version" = :first_version AND "IsDeleted" = false
@@ -170,40 +167,29 @@ audit AS (
 tail AS (
     UPDATE "AuditChainTail" SET "LastSequence" = :audit_sequence, "LastHash" = :audit_row_hash
     WHERE "Id" = 1
-)"""
-_POSTGRESQL_STORED = """,
+),
 stored AS (
     UPDATE "IdempotencyRecords"
     SET "State" = 'Completed', "ResponseStatus" = :response_status,
         "ResponseBody" = :response_body, "CompletedAt" = :completed_at
-    WHERE "Id" = :record_id AND "State" = 'InProgress'
-    RETURNING 1
-)"""
-_POSTGRESQL_COUNTS = """
+    WHERE "Id" = :record_id
+)
 SELECT (SELECT count(*) FROM first_balance) + (SELECT count(*) FROM second_balance) AS balances,
-       (SELECT count(*) FROM spend) AS spent,
-       """
-_POSTGRESQL_STORED_COUNT = "(SELECT count(*) FROM stored) AS stored"
-_NO_STORED_COUNT = "NULL AS stored"
+       (SELECT count(*) FROM spend) AS spent"""
 
 
 @functools.cache
-def postgresql_transfer_write(*, with_success: bool) -> TextClause:
+def postgresql_transfer_write() -> TextClause:
     """PostgreSQL: one statement. Every sub-statement of a WITH runs exactly once, to completion,
     on the statement's one snapshot; a conditional UPDATE that meets a row another transaction
     changed re-checks its WHERE against the committed row (READ COMMITTED), so a token that
     moved matches nothing, as a standalone UPDATE would. The SELECT reads the balance CTEs
     first, then second, which takes the two rows' locks in that order."""
-    if with_success:
-        sql = _POSTGRESQL_WRITES + _POSTGRESQL_STORED + _POSTGRESQL_COUNTS
-        sql += _POSTGRESQL_STORED_COUNT
-    else:
-        sql = _POSTGRESQL_WRITES + _POSTGRESQL_COUNTS + _NO_STORED_COUNT
-    return _typed(sql, with_success=with_success)
+    return _typed(_POSTGRESQL_WRITES)
 
 
 _MSSQL_WRITES = """SET NOCOUNT ON;
-DECLARE @balances int, @spent int, @stored int;
+DECLARE @balances int, @spent int;
 UPDATE [Accounts] SET [Balance] = :first_balance, [Version] = [Version] + 1
 WHERE [Id] = :first_account_id AND [Version] = :first_version AND [IsDeleted] = 0;
 SET @balances = @@ROWCOUNT;
@@ -227,27 +213,21 @@ VALUES (:audit_id, :audit_sequence, :audit_payload_version, :audit_actor_user_id
         :audit_row_hash);
 UPDATE [AuditChainTail] SET [LastSequence] = :audit_sequence, [LastHash] = :audit_row_hash
 WHERE [Id] = 1;
-"""
-_MSSQL_STORED = """UPDATE [IdempotencyRecords]
+UPDATE [IdempotencyRecords]
 SET [State] = N'Completed', [ResponseStatus] = :response_status,
     [ResponseBody] = :response_body, [CompletedAt] = :completed_at
-WHERE [Id] = :record_id AND [State] = N'InProgress';
-SET @stored = @@ROWCOUNT;
+WHERE [Id] = :record_id;
+SELECT @balances AS balances, @spent AS spent;
 """
-_MSSQL_COUNTS = "SELECT @balances AS balances, @spent AS spent, @stored AS stored;"
 
 
 @functools.cache
-def mssql_transfer_write(*, with_success: bool) -> TextClause:
+def mssql_transfer_write() -> TextClause:
     """SQL Server: one batch, the writes in order (rows in the balances' order, after the tail
     this transaction already holds under UPDLOCK). SET NOCOUNT ON leaves the final SELECT as the
     batch's only result set; an error in any statement reaches the driver before that result,
-    so the caller sees it and rolls back. Without a success, @stored stays NULL."""
-    if with_success:
-        sql = _MSSQL_WRITES + _MSSQL_STORED + _MSSQL_COUNTS
-    else:
-        sql = _MSSQL_WRITES + _MSSQL_COUNTS
-    return _typed(sql, with_success=with_success)
+    so the caller sees it and rolls back."""
+    return _typed(_MSSQL_WRITES)
 
 
 def parameters(writes: TransferWrites) -> dict[str, object]:
@@ -278,22 +258,19 @@ def parameters(writes: TransferWrites) -> dict[str, object]:
         "audit_details": audit.details,
         "audit_previous_hash": audit.previous_hash,
         "audit_row_hash": audit.row_hash,
+        "record_id": writes.success.record_id,
+        "response_status": writes.success.status,
+        "response_body": writes.success.body,
+        "completed_at": writes.success.completed_at,
     }
-    if writes.success is not None:
-        values |= {
-            "record_id": writes.success.record_id,
-            "response_status": writes.success.status,
-            "response_body": writes.success.body,
-            "completed_at": writes.success.completed_at,
-        }
     return values
 
 
 def _one_round_trip(
     session: Session, statement: TextClause, writes: TransferWrites
 ) -> WriteOutcome:
-    balances, spent, stored = session.execute(statement, parameters(writes)).one()
-    return WriteOutcome(int(balances), int(spent), None if stored is None else int(stored))
+    balances, spent = session.execute(statement, parameters(writes)).one()
+    return WriteOutcome(int(balances), int(spent))
 
 
 def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOutcome:
@@ -305,17 +282,13 @@ def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOu
     for write in writes.balances:
         written = balance_update(write.account_id, write.seen_version, write.balance)
         if rows_matched(session, written) != 1:
-            return WriteOutcome(balances, 0, None)
+            return WriteOutcome(balances, 0)
         balances += 1
     _post_ledger_rows(session, writes)
     spent = _spend(session, writes)
-    if spent != 1 or writes.success is None:
-        return WriteOutcome(balances, spent, None)
-    try:
+    if spent == 1:
         store_success(session, writes.success)
-    except ClaimLost:
-        return WriteOutcome(balances, spent, 0)
-    return WriteOutcome(balances, spent, 1)
+    return WriteOutcome(balances, spent)
 
 
 def _post_ledger_rows(session: Session, writes: TransferWrites) -> None:
@@ -362,13 +335,10 @@ def write_transfer(
     """Every write after the tail lock, in one round trip where the server allows it; the
     caller judges the outcome. `one_round_trip=False` is the bench's baseline only."""
     dialect = session.get_bind().dialect.name
-    with_success = writes.success is not None
     if one_round_trip and dialect == "postgresql":
-        return _one_round_trip(
-            session, postgresql_transfer_write(with_success=with_success), writes
-        )
+        return _one_round_trip(session, postgresql_transfer_write(), writes)
     if one_round_trip and dialect == "mssql":
-        return _one_round_trip(session, mssql_transfer_write(with_success=with_success), writes)
+        return _one_round_trip(session, mssql_transfer_write(), writes)
     if dialect in ("sqlite", "postgresql", "mssql"):
         return one_statement_per_write(session, writes)
     raise ValueError(f"no transfer write for dialect {dialect!r}")

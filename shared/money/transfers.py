@@ -1,19 +1,25 @@
 """The external transfer (ADR-0050 D4–D5): spends a minted authorization under the user's
 application lock, with the day decided against the instant of the spend.
 
-    authorization present (401 AUTHORIZATION_REQUIRED)
+    the key's committed record (its replay; 422 IDEMPOTENCY_KEY_REUSED)
+    → authorization present (401 AUTHORIZATION_REQUIRED)
     → payee (404 PAYEE_NOT_FOUND / 422 PAYEE_INVALID)
     → authorization valid: user, account, payee, amount, unspent (401 AUTHORIZATION_INVALID),
       unexpired (401 AUTHORIZATION_EXPIRED)
     → daily pre-check (D4.2: after the authorization, so the check is no oracle)
-    → retry loop { begin → application lock → both accounts → authoritative sum (D4.3) →
-      balance (422 INSUFFICIENT_FUNDS) → tail lock → ONE round trip of writes: audit row and
-      tail, debit/credit with concurrency tokens, ledger rows, authorization spent
-      (conditional), the idempotency record → commit }
+    → retry loop { begin → the key's claim (shared/money/idempotency.py: a duplicate waits here
+      for the attempt in flight, then replays it) → application lock → both accounts →
+      authoritative sum (D4.3) → balance (422 INSUFFICIENT_FUNDS) → tail lock → ONE round trip
+      of writes: audit row and tail, debit/credit with concurrency tokens, ledger rows,
+      authorization spent (conditional), the key's record completed → commit }
+
+The pre-check reads the key's committed record with its rungs, so a retry of a transfer that
+committed replays it before any rung could refuse it (its authorization is spent by then); one
+still in flight passes the pre-check and waits for it at the claim.
 
 Statements per transfer on PostgreSQL: 1 before the loop (the pre-check's one read,
-shared/money/precheck.py), then per attempt the lock, the accounts, the sum, the tail lock, the
-writes; from the tail lock to the commit, 3 round trips (pinned by
+shared/money/precheck.py), then per attempt the claim, the lock, the accounts, the sum, the tail
+lock, the writes; from the tail lock to the commit, 3 round trips (pinned by
 tests/integration/money/test_transfer_statement_budget.py; why:
 shared/money/transfer_write_sql.py).
 """
@@ -36,18 +42,17 @@ from shared.db.uow import one_read
 from shared.money.accounts import AccountState, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import ClaimLost, SuccessHook, SuccessRecord
+from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, SuccessRecord, run_keyed
 from shared.money.payees import Payee
 from shared.money.ports import AuditAppender
 from shared.money.precheck import pre_check
 from shared.money.refusals import (
     AuthorizationExpired,
     AuthorizationInvalid,
-    AuthorizationRequired,
     InsufficientFunds,
     PayeeInvalid,
 )
-from shared.money.retry import LostRace, run_money_transaction
+from shared.money.retry import LostRace
 from shared.money.transfer_write_sql import BalanceWrite, TransferWrites, write_transfer
 
 if TYPE_CHECKING:
@@ -98,32 +103,35 @@ class TransferService:
         self._audit = audit
         self._one_round_trip = one_round_trip
 
-    def transfer(
-        self, user_id: str, order: TransferOrder, *, on_success: SuccessHook | None = None
-    ) -> TransferReceipt:
-        if order.authorization_id is None:
-            raise AuthorizationRequired()
+    def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
+        """The transfer of `order` by `claim`'s user, at most once per key: its answer, or the
+        stored answer of the attempt that did it."""
         with one_read(self._engine) as session:
             # D4.2: before the loop, after the authorization, before the balance.
-            payee = pre_check(session, self._limit, user_id, order, self._clock.now())
-        return run_money_transaction(
-            lambda: self._lock.unit_of_work(self._engine, user_id),
-            lambda session: self._attempt(session, user_id, order, payee, on_success),
+            checked = pre_check(session, self._limit, claim, order, self._clock.now())
+        if isinstance(checked, Answer):
+            return checked
+        return run_keyed(
+            lambda: self._lock.unit_of_work(self._engine),
+            claim,
+            self._clock,
+            lambda session, held: self._attempt(session, held, order, checked),
             dialect=self._engine.dialect.name,
         )
 
     def _attempt(
         self,
         session: Session,
-        user_id: str,
+        held: HeldKey[TransferReceipt],
         order: TransferOrder,
         payee: Payee,
-        on_success: SuccessHook | None,
-    ) -> TransferReceipt:
-        """One attempt inside the unit of work that opened with the application lock (D5):
-        the parties and the day, then the critical section — the tail lock, every write in one
-        round trip, judged. The lock order (tail before rows) is read here, in one place."""
+    ) -> Answer:
+        """One attempt, the key claimed: the application lock (D5), the parties and the day,
+        then the critical section — the tail lock, every write in one round trip, judged. The
+        lock order (key → application lock → tail → rows) is read here, in one place."""
         assert order.authorization_id is not None
+        user_id = held.claim.user_id
+        self._lock.take(session, user_id)
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend (D4.3).
         now = self._clock.now()
@@ -139,11 +147,11 @@ class TransferService:
         )
         # Rendered before the tail lock: nothing the answer holds depends on the chain, and every
         # instant spent under the tail is spent by every transfer of the bank.
-        success = None if on_success is None else on_success(receipt)
-        # Lock order is application lock → tail → rows (docs/architecture.md#lock-order,
-        # docs/decisions.md#adr-0050-rejected): audited saves lock tail → row, so taking a row
-        # before the tail would close a deadlock cycle with them. The reads above were plain; the
-        # first row lock is in the writes below.
+        success = held.success(receipt, now)
+        # Lock order is key → application lock → tail → rows (docs/architecture.md, ADR-0050
+        # "Rejected"): audited saves lock tail → row, so taking a row before the tail would
+        # close a deadlock cycle with them. The reads above were plain; the first row lock is in
+        # the writes below.
         audit_row = self._seal(session, user_id, order, receipt)
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
@@ -155,9 +163,7 @@ class TransferService:
             raise LostRace()
         if outcome.spent != 1:
             _refuse_spend(session, order, now)
-        if outcome.stored == 0:
-            raise ClaimLost()
-        return receipt
+        return success.answer()
 
     def _seal(
         self, session: Session, user_id: str, order: TransferOrder, receipt: TransferReceipt
@@ -206,7 +212,7 @@ def _transfer_writes(
     receipt: TransferReceipt,
     parties: tuple[AccountState, AccountState],
     audit_row: SealedAuditRow,
-    success: SuccessRecord | None,
+    success: SuccessRecord,
 ) -> TransferWrites:
     """Every write of one transfer, for the one round trip (transfer_write_sql)."""
     assert order.authorization_id is not None

@@ -14,7 +14,14 @@ from typing import Any
 import httpx2 as httpx
 from fastapi.testclient import TestClient
 
+from api_funcs.money_schemas import (
+    InternalTransferResponse,
+    RailResponse,
+    Receipt,
+    TransferResponse,
+)
 from shared.clock import FakeClock
+from shared.money.idempotency import IdempotencyClaim, request_hash
 from shared.settings import Settings, load_settings
 from tests.support.hosts import api_client, host_environ
 from tests.support.tokens import bearer
@@ -31,6 +38,34 @@ ALLOWANCE = "/api/transactions/allowance"
 def unique_key() -> str:
     """An Idempotency-Key no other request of the run sends."""
     return uuid.uuid4().hex + os.urandom(2).hex()
+
+
+_RESPONSES: dict[str, type[Receipt]] = {
+    "transfer": TransferResponse,
+    "internal_transfer": InternalTransferResponse,
+    "deposit": RailResponse,
+    "withdrawal": RailResponse,
+}
+
+
+def keyed(
+    user_id: str,
+    operation: str = "transfer",
+    *,
+    key: str | None = None,
+    canonical: dict[str, Any] | None = None,
+) -> IdempotencyClaim[Any]:
+    """A claim for calling a money service directly: `user_id`'s `operation` under `key` (one of
+    its own unless given), its request hash that of `canonical` (the route's canonical body),
+    its success 201 with the receipt rendered as the route renders it."""
+    return IdempotencyClaim(
+        user_id,
+        operation,
+        key or unique_key(),
+        request_hash(operation, canonical or {}),
+        201,
+        _RESPONSES[operation].render,
+    )
 
 
 class Bank:

@@ -13,9 +13,10 @@ What is checked, and what is not, by design:
   project frame on the stack is in shared/, api_funcs/, relay_func/ or function_app.py), ORM flushes
   included.
 - Not checked at run time, checked here instead: the statements of the per-dialect SQL modules
-  (docs/database.md: claim_sql, tail_sql, applock_sql). Their PostgreSQL and SQLite forms are not
-  what SQL Server runs, so recompiling them proves nothing; `PER_DIALECT_SQL` names each module's
-  SQL Server twin, which `tests/unit/test_tsql_parse.py` builds and parses.
+  (docs/database.md: claim_sql, tail_sql, applock_sql, transfer_write_sql, key_claim_sql). Their
+  PostgreSQL and SQLite forms are not what SQL Server runs, so recompiling them proves nothing;
+  `PER_DIALECT_SQL` names each module's SQL Server twin, which `tests/unit/test_tsql_parse.py`
+  builds and parses.
 - Listed as unparsable, in `UNPARSABLE_BATCHES` only: procedural batches sqlglot has no grammar
   for (T-SQL's `THROW`); what each does is pinned by the test its `pinned_by` names.
 - Not seen: statements of other processes (the e2e ring's `azurebank` processes); the same code
@@ -56,7 +57,7 @@ from sqlglot.errors import SqlglotError
 from shared.audit import tail_sql
 from shared.audit.chain import SealedAuditRow
 from shared.db import grant_sql
-from shared.money import applock_sql, transfer_write_sql
+from shared.money import applock_sql, key_claim_sql, transfer_write_sql
 from shared.money.idempotency import SuccessRecord
 from shared.notices import claim_sql
 from tests.support.checkout import REPO
@@ -177,48 +178,55 @@ def _claim(dialect: str) -> Callable[[], Iterable[ClauseElement]]:
 
 
 def _transfer_writes(dialect: str) -> Callable[[], Iterable[ClauseElement]]:
-    """The transfer's one round trip of writes, with and without the success to store, bound
-    to the values of one transfer."""
+    """The transfer's one round trip of writes, bound to the values of one transfer."""
     build = {
         "postgresql": transfer_write_sql.postgresql_transfer_write,
         "mssql": transfer_write_sql.mssql_transfer_write,
     }[dialect]
 
     def statements() -> list[ClauseElement]:
-        out: list[ClauseElement] = []
-        for success in (SuccessRecord(uuid.UUID(int=9), 201, "{}", _NOW), None):
-            writes = transfer_write_sql.TransferWrites(
-                audit=SealedAuditRow(
-                    uuid.UUID(int=1),
-                    8,
-                    1,
-                    "u",
-                    "TransferCompleted",
-                    _NOW,
-                    "{}",
-                    bytes(32),
-                    bytes(32),
-                ),
-                balances=(
-                    transfer_write_sql.BalanceWrite(uuid.UUID(int=2), 3, Decimal(90)),
-                    transfer_write_sql.BalanceWrite(uuid.UUID(int=3), 1, Decimal(10)),
-                ),
-                transaction_id=uuid.UUID(int=4),
-                transfer_in_id=uuid.UUID(int=5),
-                sender_id=uuid.UUID(int=2),
-                receiver_id=uuid.UUID(int=3),
-                recipient_azure_tag="bob",
-                amount=Decimal(10),
-                authorization_id=uuid.UUID(int=6),
+        writes = transfer_write_sql.TransferWrites(
+            audit=SealedAuditRow(
+                uuid.UUID(int=1), 8, 1, "u", "TransferCompleted", _NOW, "{}", bytes(32), bytes(32)
+            ),
+            balances=(
+                transfer_write_sql.BalanceWrite(uuid.UUID(int=2), 3, Decimal(90)),
+                transfer_write_sql.BalanceWrite(uuid.UUID(int=3), 1, Decimal(10)),
+            ),
+            transaction_id=uuid.UUID(int=4),
+            transfer_in_id=uuid.UUID(int=5),
+            sender_id=uuid.UUID(int=2),
+            receiver_id=uuid.UUID(int=3),
+            recipient_azure_tag="bob",
+            amount=Decimal(10),
+            authorization_id=uuid.UUID(int=6),
+            now=_NOW,
+            success=SuccessRecord(uuid.UUID(int=9), 201, "{}", _NOW),
+        )
+        clause = build()
+        # At run time the PostgreSQL text is recognised unbound; the twin renders its values.
+        if dialect == "mssql":
+            clause = clause.bindparams(**transfer_write_sql.parameters(writes))
+        return [clause]
+
+    return statements
+
+
+def _key_claim(dialect: str) -> Callable[[], Iterable[ClauseElement]]:
+    """The key's claim, bound to one claim's values (the twin renders them)."""
+
+    def statements() -> list[ClauseElement]:
+        clause = key_claim_sql.claim_statement(dialect)
+        if dialect == "mssql":
+            clause = clause.bindparams(
+                record_id=uuid.UUID(int=9),
+                user_id="u",
+                operation="deposit",
+                key="k",
+                request_hash="0" * 64,
                 now=_NOW,
-                success=success,
             )
-            clause = build(with_success=success is not None)
-            # At run time the PostgreSQL text is recognised unbound; the twin renders its values.
-            if dialect == "mssql":
-                clause = clause.bindparams(**transfer_write_sql.parameters(writes))
-            out.append(clause)
-        return out
+        return [clause]
 
     return statements
 
@@ -257,6 +265,11 @@ PER_DIALECT_SQL: tuple[DialectTwins, ...] = (
         module="shared.money.transfer_write_sql",
         others={"postgresql": _transfer_writes("postgresql")},
         mssql=_transfer_writes("mssql"),
+    ),
+    DialectTwins(
+        module="shared.money.key_claim_sql",
+        others={"postgresql": _key_claim("postgresql"), "sqlite": _key_claim("sqlite")},
+        mssql=_key_claim("mssql"),
     ),
 )
 

@@ -21,7 +21,6 @@ SERVICES = frozenset(
         "DailyLimitLock",
         "DailyOutflowLimit",
         "HostedRelay",
-        "IdempotencyKeys",
         "JwksKeys",
         "NoticeClaim",
         "NoticeDeliveryRun",

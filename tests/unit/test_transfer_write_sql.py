@@ -35,7 +35,7 @@ from shared.money.transfer_write_sql import (
 )
 
 # Every row the transfer writes after the tail lock, in the order the batch writes them: the two
-# balances first (in the order the caller sorted them), the tail last but the record.
+# balances first (in the order the caller sorted them), the tail last but the key's record.
 WRITES = [
     ("Update", "Accounts"),
     ("Update", "Accounts"),
@@ -52,17 +52,18 @@ GUARDS = {
     ),
     "spend": "Id = :authorization_id AND Status = {n}'Pending' AND ExpiresAt > :now",
     "tail": "Id = 1",
-    "stored": "Id = :record_id AND State = {n}'InProgress'",
+    # The row this transaction's claim inserted: nobody else can see it, so no guard.
+    "stored": "Id = :record_id",
 }
 
 
-def _mssql(with_success: bool = True) -> list[exp.Expression]:
-    sql = str(mssql_transfer_write(with_success=with_success).compile(dialect=mssql.dialect()))
+def _mssql() -> list[exp.Expression]:
+    sql = str(mssql_transfer_write().compile(dialect=mssql.dialect()))
     return [e for e in sqlglot.parse(sql, read="tsql") if e is not None]
 
 
-def _postgresql(with_success: bool = True) -> exp.Expression:
-    clause = postgresql_transfer_write(with_success=with_success)
+def _postgresql() -> exp.Expression:
+    clause = postgresql_transfer_write()
     sql = str(clause.compile(dialect=postgresql.dialect()))
     return sqlglot.parse_one(sql, read="postgres")
 
@@ -89,7 +90,7 @@ def test_sql_server_writes_every_row_in_one_batch_in_lock_order_and_answers_the_
     assert _writes(statements) == WRITES
     final = statements[-1]
     assert isinstance(final, exp.Select)
-    assert final.named_selects == ["balances", "spent", "stored"]
+    assert final.named_selects == ["balances", "spent"]
     # Each conditional write's count is read right after it, before anything else runs.
     after = {
         statements[i].find(exp.Table).name  # type: ignore[union-attr]
@@ -102,17 +103,13 @@ def test_sql_server_writes_every_row_in_one_batch_in_lock_order_and_answers_the_
         "Accounts:SET @balances = @@ROWCOUNT",
         "Accounts:SET @balances = @balances + @@ROWCOUNT",
         "TransferAuthorizations:SET @spent = @@ROWCOUNT",
-        "IdempotencyRecords:SET @stored = @@ROWCOUNT",
     }
 
 
 def test_neither_form_commits_begins_or_throws_only_the_boundary_commits() -> None:
     """The caller judges the counts and its unit of work rolls back what a losing
     write left; a batch that committed (or began a transaction of its own) would break that."""
-    for clause in (
-        mssql_transfer_write(with_success=True),
-        postgresql_transfer_write(with_success=True),
-    ):
+    for clause in (mssql_transfer_write(), postgresql_transfer_write()):
         words = clause.text.upper().split()
         for word in ("COMMIT", "ROLLBACK", "TRANSACTION", "TRAN", "THROW", "BEGIN", "XACT_ABORT"):
             assert word not in words, word
@@ -136,9 +133,8 @@ def test_postgresql_writes_every_row_in_one_statement_and_answers_the_counts() -
         "first_balance",
         "second_balance",
         "spend",
-        "stored",
     }
-    assert tree.named_selects == ["balances", "spent", "stored"]
+    assert tree.named_selects == ["balances", "spent"]
     wheres = {
         alias: _unquoted(w.args["where"].this, "postgres")
         for alias, w in ctes
@@ -148,21 +144,6 @@ def test_postgresql_writes_every_row_in_one_statement_and_answers_the_counts() -
     # The balances' locks are taken in the order the caller sorted them: first, then second.
     counts = _unquoted(tree.expressions[0], "postgres")
     assert counts.index("first_balance") < counts.index("second_balance")
-
-
-@pytest.mark.parametrize("form", ["mssql", "postgresql"])
-def test_without_a_success_to_store_no_record_is_written_and_stored_is_null(form: str) -> None:
-    if form == "mssql":
-        statements = _mssql(with_success=False)
-        assert _writes(statements) == WRITES[:-1]
-        assert _unquoted(statements[-1], "tsql") == (
-            "SELECT @balances AS balances, @spent AS spent, @stored AS stored"
-        )
-    else:
-        tree = _postgresql(with_success=False)
-        tables = [cte.this.find(exp.Table).name for cte in tree.find_all(exp.CTE)]  # type: ignore[union-attr]
-        assert tables == [table for _, table in WRITES[:-1]]
-        assert _unquoted(tree.expressions[-1], "postgres") == "NULL AS stored"
 
 
 @pytest.mark.parametrize("form", ["mssql", "postgresql"])
@@ -185,12 +166,11 @@ def test_the_literals_are_the_schemas_statuses(form: str) -> None:
         TransactionStatus.COMPLETED.value,
         AuthorizationStatus.PENDING.value,
         AuthorizationStatus.SPENT.value,
-        IdempotencyState.IN_PROGRESS.value,
         IdempotencyState.COMPLETED.value,
     }
 
 
-def _sample(with_success: bool) -> TransferWrites:
+def _sample() -> TransferWrites:
     now = datetime(2026, 9, 7, 12, tzinfo=UTC)
     return TransferWrites(
         audit=SealedAuditRow(
@@ -208,17 +188,16 @@ def _sample(with_success: bool) -> TransferWrites:
         amount=Decimal(10),
         authorization_id=uuid.uuid4(),
         now=now,
-        success=SuccessRecord(uuid.uuid4(), 201, "{}", now) if with_success else None,
+        success=SuccessRecord(uuid.uuid4(), 201, "{}", now),
     )
 
 
-@pytest.mark.parametrize("with_success", [True, False], ids=["with-success", "without"])
-def test_every_bound_value_is_given_and_typed_by_its_column(with_success: bool) -> None:
+def test_every_bound_value_is_given_and_typed_by_its_column() -> None:
     """Money, instants, ids and hashes bind through the schema's own column types (the exact
     Money type, UTC instants), as every other write binds them."""
-    given = set(parameters(_sample(with_success)))
+    given = set(parameters(_sample()))
     for build in (mssql_transfer_write, postgresql_transfer_write):
-        clause: TextClause = build(with_success=with_success)
+        clause: TextClause = build()
         binds = clause._bindparams  # what text() will bind, by name
         assert set(binds) == given
         assert not [name for name, bind in binds.items() if isinstance(bind.type, NullType)]

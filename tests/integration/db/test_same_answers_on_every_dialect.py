@@ -13,11 +13,16 @@ from sqlalchemy.exc import IntegrityError
 
 from shared.clock import FakeClock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
-from shared.db.uow import unit_of_work
+from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.identity.users import UserExists, add_user
-from shared.money.idempotency import IdempotencyClaim, IdempotencyKeys
+from shared.money.idempotency import (
+    Answer,
+    HeldKey,
+    IdempotencyClaim,
+    claim_key,
+    store_success,
+)
 from shared.money.payees import resolve_payee
-from shared.money.refusals import IdempotencyInProgress
 from shared.notices.claim import NoticeClaim
 from tests.support.money import TRANSFER, open_bank, unique_key
 from tests.support.tokens import bearer
@@ -30,15 +35,22 @@ T0 = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 
 
 def test_keys_differing_only_in_case_are_two_keys(engine: Engine) -> None:
-    keys = IdempotencyKeys(engine, FakeClock(T0), lock_timeout_seconds=5)
     user, key = str(uuid.uuid4()), "abc-" + uuid.uuid4().hex
-    first = keys.claim(user, "transfer", key, "h")
-    second = keys.claim(user, "transfer", key.upper(), "h")
-    assert isinstance(first, IdempotencyClaim) and isinstance(second, IdempotencyClaim)
-    assert first.record_id != second.record_id
-    # The lookup finds each key exactly: the first is still in flight, by its own spelling.
-    with pytest.raises(IdempotencyInProgress):
-        keys.claim(user, "transfer", key, "h")
+    lower, upper = (
+        IdempotencyClaim(user, "transfer", k, "h", 201, str) for k in (key, key.upper())
+    )
+    with writing_unit_of_work(engine, wait_seconds=5) as session:
+        first = claim_key(session, lower, T0)
+        second = claim_key(session, upper, T0)
+        assert isinstance(first, HeldKey) and isinstance(second, HeldKey)
+        assert first.record_id != second.record_id
+        store_success(session, first.success("A", T0))
+        store_success(session, second.success("B", T0))
+        session.commit()
+    # The lookup finds each key exactly, by its own spelling: its own stored answer.
+    with writing_unit_of_work(engine, wait_seconds=5) as session:
+        assert claim_key(session, lower, T0) == Answer(201, "A", replayed=True)
+        assert claim_key(session, upper, T0) == Answer(201, "B", replayed=True)
 
 
 def test_a_key_with_a_surrounding_space_is_a_400_naming_the_header(db_url: str) -> None:

@@ -43,7 +43,7 @@ def test_compiling_the_transfer_batch_imports_no_sql_server_driver() -> None:
         import sys
         from sqlalchemy.dialects import mssql
         from shared.money.transfer_write_sql import mssql_transfer_write
-        str(mssql_transfer_write(with_success=True).compile(dialect=mssql.dialect()))
+        str(mssql_transfer_write().compile(dialect=mssql.dialect()))
         print("pyodbc" in sys.modules)
         """
     )

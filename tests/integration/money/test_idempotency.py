@@ -1,10 +1,10 @@
 """Idempotency keys on every money operation (ADR-0009, docs/http.md): a success stored with the
 money and replayed byte-for-byte; a refusal never stored, never replayed; a key reused with another
-body refused; a duplicate in flight answered 409."""
+body refused; a duplicate in flight waited for, then replayed (or, past the lock timeout, answered
+409); a key never stranded by an attempt that died."""
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
 from collections.abc import Callable
@@ -12,18 +12,24 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from shared.audit.chain import AuditChain
 from shared.db.engine import get_engine
-from shared.db.schema import Account, IdempotencyRecord, Transaction
+from shared.db.schema import Account, IdempotencyRecord, IdempotencyState, Transaction
 from shared.db.uow import unit_of_work
 from shared.money.applock_sql import take_daily_limit_lock
-from shared.money.idempotency import IdempotencyKeys, StoredResponse, SuccessRecord, request_hash
-from shared.money.rails import AccountRails
-from tests.support.hosts import CHAIN_KEY
-from tests.support.money import DEPOSIT, INTERNAL, TRANSFER, WITHDRAWAL, Bank, open_bank, unique_key
+from shared.money.idempotency import HeldKey, claim_key, request_hash
+from tests.support.money import (
+    DEPOSIT,
+    INTERNAL,
+    TRANSFER,
+    WITHDRAWAL,
+    Bank,
+    keyed,
+    open_bank,
+    unique_key,
+)
 from tests.support.users import User
 
 pytestmark = pytest.mark.adr("0009")
@@ -239,36 +245,141 @@ def test_a_bad_idempotency_key_header_is_400_naming_the_header_not_the_body(
     assert _balance(db_url, alice.primary) == 100
 
 
-def test_a_duplicate_in_flight_is_409_and_a_marker_abandoned_by_a_dead_process_is_taken_over(
+def test_a_marker_left_committed_by_the_protocol_before_is_abandoned_and_the_retry_goes_through(
     db_url: str,
 ) -> None:
-    """The InProgress marker is committed before the money; a process that died holding it left
-    no money behind (completion is atomic with the money), so after its time it is taken over."""
+    """The code before the key was claimed in the money's transaction committed an InProgress
+    marker first and completed it with the money; one left behind (its process died, its release
+    failed) never had money. It is no record: the retry with its key goes through at once (not
+    after five minutes), moves the money once, and is then replayed."""
     with open_bank(db_url) as bank:
         alice = bank.customer(balance=0)
         key = unique_key()
         body = {"accountId": str(alice.primary), "amount": 10}
-        keys = IdempotencyKeys(get_engine(db_url), bank.clock, lock_timeout_seconds=10)
         canonical = {"accountId": str(alice.primary), "amount": "10.00"}
-        keys.claim(alice.user_id, "deposit", key, request_hash("deposit", canonical))
-
-        def post(payload: dict[str, Any]) -> Any:
-            return bank.client.post(
-                DEPOSIT, json=payload, headers={**bank.headers(alice), "Idempotency-Key": key}
+        with unit_of_work(get_engine(db_url)) as session:
+            session.add(
+                IdempotencyRecord(
+                    UserId=alice.user_id,
+                    Operation="deposit",
+                    Key=key,
+                    RequestHash=request_hash("deposit", canonical),
+                    State=IdempotencyState.IN_PROGRESS.value,
+                    CreatedAt=bank.clock.now(),
+                )
             )
+            session.commit()
+        headers = {**bank.headers(alice), "Idempotency-Key": key}
+        retried = bank.client.post(DEPOSIT, json=body, headers=headers)
+        assert retried.status_code == 201, retried.text
+        assert "idempotency-replayed" not in retried.headers
+        again = bank.client.post(DEPOSIT, json=body, headers=headers)
+        assert again.headers["Idempotency-Replayed"] == "true"
+        assert again.content == retried.content
+        assert _balance(db_url, alice.primary) == 10
+        assert [r.State for r in _records(db_url, alice.user_id)] == ["Completed"]
 
-        busy = post(body)
+
+def _blocked(url: str) -> int:
+    """How many sessions wait on a lock another holds (a claim on an uncommitted key row, a
+    transfer on the application lock)."""
+    engine = get_engine(url)
+    sql = {
+        "postgresql": "SELECT count(*) FROM pg_locks WHERE NOT granted",
+        "mssql": "SELECT count(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0",
+    }[engine.dialect.name]
+    with unit_of_work(engine) as session:
+        return int(session.scalar(text(sql)) or 0)
+
+
+@pytest.mark.postgres
+def test_a_duplicate_waits_the_lock_timeout_for_an_attempt_in_flight_then_answers_409(
+    fresh_postgres_url: str,
+) -> None:
+    """An attempt in flight is a money transaction that claimed the key and has not ended (here
+    a connection of the test's own, claiming as the money path claims). A duplicate waits for it
+    at most Database__LockTimeoutSeconds (1 here), then answers 409 IDEMPOTENCY_IN_PROGRESS
+    with Retry-After: 1 — only then. Once that transaction rolls back (its request refused, or
+    its process dead) the next try goes through at once; the 409 was never stored."""
+    url = fresh_postgres_url
+    with open_bank(url, Database__LockTimeoutSeconds="1") as bank:
+        alice = bank.customer(balance=0)
+        key = unique_key()
+        body = {"accountId": str(alice.primary), "amount": 10}
+        canonical = {"accountId": str(alice.primary), "amount": "10.00"}
+        in_flight = Session(get_engine(url))
+        try:
+            held = claim_key(
+                in_flight,
+                keyed(alice.user_id, "deposit", key=key, canonical=canonical),
+                bank.clock.now(),
+            )
+            assert isinstance(held, HeldKey)
+            started = time.monotonic()
+            busy = bank.client.post(
+                DEPOSIT, json=body, headers={**bank.headers(alice), "Idempotency-Key": key}
+            )
+            waited = time.monotonic() - started
+        finally:
+            in_flight.rollback()
+            in_flight.close()
         assert (busy.status_code, busy.json()["errorCode"]) == (409, "IDEMPOTENCY_IN_PROGRESS")
         assert busy.headers["Retry-After"] == "1"
-        other = post({**body, "amount": 11})
-        assert other.json()["errorCode"] == "IDEMPOTENCY_KEY_REUSED"
-        bank.clock.advance(299)
-        assert post(body).status_code == 409
-        bank.clock.advance(1)
-        taken_over = post(body)
-        assert taken_over.status_code == 201, taken_over.text
-        assert _balance(db_url, alice.primary) == 10
-        assert post(body).headers["Idempotency-Replayed"] == "true"
+        assert 0.9 <= waited < 10, waited
+        done = bank.client.post(
+            DEPOSIT, json=body, headers={**bank.headers(alice), "Idempotency-Key": key}
+        )
+        assert done.status_code == 201, done.text
+        assert "idempotency-replayed" not in done.headers
+        assert _balance(url, alice.primary) == 10
+
+
+def test_a_concurrent_duplicate_of_a_transfer_in_flight_waits_for_it_and_replays_it(
+    server_url: str,
+) -> None:
+    """Real overlap on a server (PostgreSQL, SQL Server): the first request claims the key and
+    parks on the application lock (held by another connection); the duplicate waits on the
+    first's uncommitted key row; when the lock is released the first completes and the
+    duplicate answers its replay, byte for byte. The money moves once."""
+    url = server_url
+    with open_bank(url) as bank:
+        alice, bob = bank.customer(balance=100), bank.customer()
+        auth = bank.authorize(alice, 10, bob)
+        key = unique_key()
+        release, _ = _hold_lock(url, alice.user_id)
+        results: dict[str, Any] = {}
+
+        def send(name: str) -> threading.Thread:
+            thread = threading.Thread(
+                target=lambda: results.update({name: bank.transfer(alice, 10, bob, auth, key=key)})
+            )
+            thread.start()
+            return thread
+
+        try:
+            first = send("first")
+            _wait_until(lambda: _blocked(url) == 1, "the first to park on the lock")
+            duplicate = send("duplicate")
+            _wait_until(lambda: _blocked(url) == 2, "the duplicate to wait on the key")
+            assert results == {}
+        finally:
+            release()
+        first.join(timeout=60)
+        duplicate.join(timeout=60)
+        assert results["first"].status_code == 201, results["first"].text
+        assert "idempotency-replayed" not in results["first"].headers
+        assert results["duplicate"].status_code == 201, results["duplicate"].text
+        assert results["duplicate"].headers["Idempotency-Replayed"] == "true"
+        assert results["duplicate"].content == results["first"].content
+        assert _balance(url, alice.primary) == 90
+        assert _ledger_rows(url, alice.primary) == 1
+
+
+def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
 
 
 def _hold_lock(url: str, user_id: str) -> tuple[Callable[[], None], Any]:
@@ -281,74 +392,3 @@ def _hold_lock(url: str, user_id: str) -> tuple[Callable[[], None], Any]:
         holder.close()
 
     return release, holder
-
-
-def test_a_concurrent_duplicate_of_a_transfer_in_flight_answers_409(server_url: str) -> None:
-    """Real overlap on a server (PostgreSQL, SQL Server): the first request waits on the
-    application lock (held by another connection) with its marker committed; the duplicate
-    answers 409 at once; when the lock is released the first completes, and a third try replays
-    it."""
-    url = server_url
-    with open_bank(url) as bank:
-        alice, bob = bank.customer(balance=100), bank.customer()
-        auth = bank.authorize(alice, 10, bob)
-        key = unique_key()
-        release, _ = _hold_lock(url, alice.user_id)
-        results: dict[str, Any] = {}
-        first = threading.Thread(
-            target=lambda: results.update(first=bank.transfer(alice, 10, bob, auth, key=key))
-        )
-        first.start()
-        try:
-            deadline = time.monotonic() + 30
-            while not _records(url, alice.user_id) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            duplicate = bank.transfer(alice, 10, bob, auth, key=key)
-        finally:
-            release()
-        first.join(timeout=60)
-        assert (duplicate.status_code, duplicate.json()["errorCode"]) == (
-            409,
-            "IDEMPOTENCY_IN_PROGRESS",
-        )
-        assert results["first"].status_code == 201, results["first"].text
-        replay = bank.transfer(alice, 10, bob, auth, key=key)
-        assert replay.content == results["first"].content
-        assert replay.headers["Idempotency-Replayed"] == "true"
-
-
-def test_a_request_that_outlived_its_marker_cannot_store_a_second_success(db_url: str) -> None:
-    """The completion is conditional on the marker still being ours: if it was taken over while
-    we ran, our money rolls back and we answer with the holder's stored success."""
-    with open_bank(db_url) as bank:
-        alice = bank.customer(balance=0)
-        engine = get_engine(db_url)
-        keys = IdempotencyKeys(engine, bank.clock, lock_timeout_seconds=10)
-        rails = AccountRails(
-            engine, bank.clock, AuditChain(base64.b64decode(CHAIN_KEY)), busy_timeout_seconds=10
-        )
-        canonical = {"accountId": str(alice.primary), "amount": "10.00"}
-        key = unique_key()
-
-        def deposit(success: Callable[[str], SuccessRecord]) -> object:
-            # Meanwhile, another request took the stale marker over and completed the deposit.
-            bank.clock.advance(301)
-            winner = keys.run(
-                alice.user_id,
-                "deposit",
-                key,
-                canonical,
-                lambda s2: rails.deposit(
-                    alice.user_id, alice.primary, Decimal(10), on_success=lambda _: s2("W")
-                ),
-                status=201,
-            )
-            assert winner == (StoredResponse(201, "W"), False)
-            return rails.deposit(
-                alice.user_id, alice.primary, Decimal(10), on_success=lambda _: success("L")
-            )
-
-        answer = keys.run(alice.user_id, "deposit", key, canonical, deposit, status=201)
-        assert answer == (StoredResponse(201, "W"), True)
-        assert _balance(db_url, alice.primary) == 10  # one deposit, not two
-        assert _ledger_rows(db_url, alice.primary) == 1

@@ -8,6 +8,7 @@ is expected to FAIL, showing the day exceed the limit (ADR-0050 D5: "a day of 80
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 import time
@@ -31,7 +32,7 @@ from shared.money.mint import MintRequest, TransferMint
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import load_settings
 from tests.support.hosts import CHAIN_KEY
-from tests.support.money import open_bank, unique_key
+from tests.support.money import keyed, open_bank, unique_key
 from tests.support.no_lock import NoDailyLimitLock
 from tests.support.users import PIN, enrol_pin, make_user
 
@@ -127,7 +128,10 @@ def test_eight_accounts_of_one_user_one_transfer_each_never_exceed_the_day(
             grant = s.mint.mint(payer.user_id, MintRequest(account, tag, Decimal(100), PIN))
             orders.append(TransferOrder(account, tag, Decimal(100), grant.authorization_id))
         outcomes = _run_together(
-            [functools.partial(s.transfer.transfer, payer.user_id, order) for order in orders]
+            [
+                functools.partial(s.transfer.transfer, keyed(payer.user_id), order)
+                for order in orders
+            ]
         )
         used = _day_used(s, payer.user_id)
         days.append(used)
@@ -166,7 +170,7 @@ def test_one_account_parallel_transfers_never_exceed_the_day_through_the_token_r
             for _ in range(8)
         ]
         outcomes = _run_together(
-            [functools.partial(s.transfer.transfer, payer.user_id, o) for o in orders]
+            [functools.partial(s.transfer.transfer, keyed(payer.user_id), o) for o in orders]
         )
         assert _day_used(s, payer.user_id) == CEILING
         assert sorted(o for o in outcomes if isinstance(o, str)) == ["DAILY_LIMIT_EXCEEDED"] * 3
@@ -235,8 +239,8 @@ def test_a_held_write_lock_on_sqlite_answers_503_lock_timeout(sqlite_url: str) -
         holder.connection()  # BEGIN IMMEDIATE: the write lock is held
         started = time.monotonic()
         with pytest.raises(DomainError) as refused:
-            s.transfer.transfer(payer.user_id, order)
+            s.transfer.transfer(keyed(payer.user_id), order)
         elapsed = time.monotonic() - started
     assert (refused.value.status, refused.value.error_code) == (503, "LOCK_TIMEOUT")
     assert 0.9 <= elapsed < 15, elapsed
-    assert s.transfer.transfer(payer.user_id, order).amount == 10
+    assert json.loads(s.transfer.transfer(keyed(payer.user_id), order).body)["amount"] == 10

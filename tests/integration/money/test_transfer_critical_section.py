@@ -1,17 +1,21 @@
 """The transfer's writes after the tail lock (shared/money/transfer_write_sql.py) are judged by
 what they matched: a concurrency token that moved is a lost race (the attempt runs again), a
-spend that lost is the authorization's refusal, a marker no longer ours is ClaimLost — and in
-every case nothing the round trip wrote survives (only the boundary commits).
+spend that lost is the authorization's refusal — and in every case nothing the round trip wrote
+survives (only the boundary commits). The key, claimed first, is the transaction's until it
+ends: a duplicate that arrives meanwhile waits on it and replays the answer.
 
-Each test makes the write lose on purpose: the success hook runs after the transfer's reads and
-just before the tail lock and the writes, and there another connection commits what a concurrent
-winner would have. That other writer needs a server with row locks (on SQLite the transfer holds
-the one write lock), so these run on PostgreSQL, once with the one round trip and once with one
-statement per write (SQLite's form, which the rest of the suite runs on SQLite)."""
+Each test interferes on purpose where the answer is rendered: after the transfer's reads and
+just before the tail lock and the writes; there another connection commits what a concurrent
+winner would have (or a duplicate starts). That other writer needs a server with row locks (on
+SQLite the transfer holds the one write lock), so these run on PostgreSQL, once with the one
+round trip and once with one statement per write (SQLite's form, which the rest of the suite
+runs on SQLite)."""
 
 from __future__ import annotations
 
 import base64
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy import ColumnElement, func, select, text, update
 from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
@@ -39,8 +43,8 @@ from shared.db.schema import (
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
-from shared.money.idempotency import StoredResponse, SuccessRecord
-from shared.money.transfers import TransferOrder, TransferService
+from shared.money.idempotency import Answer, IdempotencyClaim, request_hash
+from shared.money.transfers import TransferOrder, TransferReceipt, TransferService
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import Bank, open_bank, unique_key
 
@@ -67,8 +71,8 @@ class Written:
 
 
 class Scene:
-    """Alice pays Bob 10 of her 100 through the idempotency protocol, on a service with the
-    write form under test; `interfere` runs once, after the reads, before the tail and writes."""
+    """Alice pays Bob 10 of her 100 under one key, on a service with the write form under test;
+    `interfere` runs once, after the first attempt's reads, before the tail and the writes."""
 
     def __init__(self, bank: Bank, one_round_trip: bool) -> None:
         self.bank = bank
@@ -93,25 +97,28 @@ class Scene:
             session.execute(statement)
             session.commit()
 
-    def pay(self, interfere: Callable[[], None]) -> tuple[StoredResponse, bool]:
+    def pay(self, interfere: Callable[[], None] = lambda: None) -> Answer:
         order = TransferOrder(self.alice.primary, self.bob.tag, Decimal(10), self.auth)
 
-        def hook(success: Callable[[str], SuccessRecord], receipt: Any) -> SuccessRecord:
+        def render(receipt: TransferReceipt) -> str:
             self.attempts += 1
             if self.attempts == 1:
                 interfere()
-            return success(f'{{"balance":"{receipt.balance}"}}')
+            return f'{{"balance":"{receipt.balance}"}}'
 
-        return self.services.idempotency.run(
-            self.alice.user_id,
-            "transfer",
-            self.key,
-            {"authorizationId": str(self.auth)},
-            lambda success: self.transfers.transfer(
-                self.alice.user_id, order, on_success=lambda r: hook(success, r)
-            ),
-            status=201,
-        )
+        hash_ = request_hash("transfer", {"authorizationId": str(self.auth)})
+        claim = IdempotencyClaim(self.alice.user_id, "transfer", self.key, hash_, 201, render)
+        return self.transfers.transfer(claim, order)
+
+    def waiting_on_a_key(self) -> bool:
+        """Some transaction waits for another's end: a claim on an uncommitted key row."""
+        with unit_of_work(self.engine) as session:
+            found = session.scalar(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted"
+                )
+            )
+        return bool(found)
 
     def written(self) -> Written:
         with unit_of_work(self.engine) as session:
@@ -159,7 +166,7 @@ def test_a_token_that_moved_before_the_write_is_a_lost_race_and_the_retry_writes
         )
         written = scene.written()
     assert scene.attempts == 2
-    assert answer == (StoredResponse(201, '{"balance":"90.0000"}'), False)
+    assert answer == Answer(201, '{"balance":"90.0000"}', replayed=False)
     assert written == Written(
         balance=Decimal("90.0000"),
         ledger_rows=1,
@@ -204,35 +211,39 @@ def test_a_spend_lost_before_the_write_refuses_and_leaves_nothing_of_the_round_t
 
 
 @write_forms
-def test_a_marker_taken_over_before_the_write_rolls_the_money_back_and_replays_the_holder(
+def test_a_duplicate_arriving_before_the_write_waits_on_the_key_and_replays_ours(
     fresh_postgres_url: str, one_round_trip: bool
 ) -> None:
-    """ADR-0009: the success is stored with the money or not at all. Our marker was completed
-    by another request meanwhile: our write stores nothing, our money rolls back, and the
-    answer is the holder's stored success, replayed."""
+    """ADR-0009: the key is the transaction's from its first statement. The same request, sent
+    again while ours is between its reads and its writes, passes the pre-check (nothing is
+    committed yet), waits on the key's uncommitted row, and once ours commits answers our stored
+    success; the money moves once."""
     with open_bank(fresh_postgres_url) as bank:
         scene = Scene(bank, one_round_trip)
         tail_before = scene.tail_now()
-        answer = scene.pay(
-            lambda: scene.meanwhile(
-                update(IdempotencyRecord)
-                .where(
-                    IdempotencyRecord.UserId == scene.alice.user_id,
-                    IdempotencyRecord.Key == scene.key,
-                )
-                .values(
-                    State=IdempotencyState.COMPLETED.value, ResponseStatus=201, ResponseBody="W"
-                )
-            )
-        )
+        duplicate: dict[str, Any] = {}
+
+        def send_the_duplicate() -> None:
+            thread = threading.Thread(target=lambda: duplicate.update(answer=scene.pay()))
+            thread.start()
+            duplicate["thread"] = thread
+            deadline = time.monotonic() + 30
+            while not scene.waiting_on_a_key() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert "answer" not in duplicate, "the duplicate answered before ours committed"
+
+        answer = scene.pay(send_the_duplicate)
+        duplicate["thread"].join(timeout=30)
         written = scene.written()
-    assert answer == (StoredResponse(201, "W"), True)
+    assert answer == Answer(201, '{"balance":"90.0000"}', replayed=False)
+    assert duplicate["answer"] == Answer(201, '{"balance":"90.0000"}', replayed=True)
+    assert scene.attempts == 1  # the duplicate rendered nothing: it replayed
     assert written == Written(
-        balance=Decimal("100.0000"),
-        ledger_rows=0,
-        authorization=AuthorizationStatus.PENDING.value,
-        audit_rows=0,
-        tail=tail_before,
+        balance=Decimal("90.0000"),
+        ledger_rows=1,
+        authorization=AuthorizationStatus.SPENT.value,
+        audit_rows=1,
+        tail=tail_before + 1,
         chain_intact=True,
-        record=(IdempotencyState.COMPLETED.value, "W"),
+        record=(IdempotencyState.COMPLETED.value, '{"balance":"90.0000"}'),
     )
