@@ -3,14 +3,17 @@
 
 The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
 locks it first, so concurrent appends serialise on it and each chains onto the last committed
-row: the chain never forks. One function per dialect; `lock_and_read_tail` picks by name.
+row: the chain never forks. One function per dialect; `lock_and_read_tail` picks with `for_dialect`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Row, Select, Update, select, update
 from sqlalchemy.orm import Session
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import AuditChainTail
 
 TAIL_ID = 1
@@ -55,15 +58,19 @@ def tail_unlocked_read() -> Select[int, bytes]:
     return _plain_read()
 
 
+def _sqlite_lock_and_read(session: Session) -> Row[int, bytes] | None:
+    session.execute(sqlite_writer_lock())
+    return session.execute(sqlite_tail_read()).first()
+
+
+_LOCK_AND_READ: dict[DialectName, Callable[[Session], Row[int, bytes] | None]] = {
+    "postgresql": lambda session: session.execute(postgresql_tail_lock()).first(),
+    "mssql": lambda session: session.execute(mssql_tail_lock()).first(),
+    "sqlite": _sqlite_lock_and_read,
+}
+
+
 def lock_and_read_tail(session: Session) -> Row[int, bytes] | None:
     """Take the tail lock for the session's dialect (held to commit) and read the tail under it;
     None when the tail row is missing."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        return session.execute(postgresql_tail_lock()).first()
-    if dialect == "mssql":
-        return session.execute(mssql_tail_lock()).first()
-    if dialect == "sqlite":
-        session.execute(sqlite_writer_lock())
-        return session.execute(sqlite_tail_read()).first()
-    raise ValueError(f"unsupported dialect {dialect!r}")
+    return for_dialect(session, _LOCK_AND_READ, what="audit tail lock")(session)
