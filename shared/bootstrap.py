@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
 from shared.clock import Clock, SystemClock
-from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.hosted import HostedRelay
 from shared.notices.runner_name import make_runner_name, runner_kind
 from shared.notices.transports import (
     BlobContainerTransport,
@@ -25,9 +25,11 @@ from shared.notices.transports import (
     PickupDirectoryTransport,
 )
 from shared.settings import (
+    HostedKind,
     Settings,
     SettingsError,
     fix_for,
+    is_named,
     notice_contact,
     pickup_target_problem,
     require_host,

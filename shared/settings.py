@@ -25,6 +25,8 @@ from shared.notices.pickup_guard import pickup_directory_problem
 MONEY_MAX = Decimal("100000")
 
 Host = Literal["function", "api", "verb", "cli"]
+# The hosts that run the relay when the flag names them (ADR-0048 D1, D6).
+HostedKind = Literal["api", "function"]
 
 
 class SettingsError(Exception):
@@ -42,6 +44,19 @@ class NoticeRunner(enum.StrEnum):
     NONE = "None"  # nobody delivers; the verb is the only way out
     API = "Api"  # the API's hosted loop (`azurebank serve`)
     FUNCTION = "Function"  # the timer-triggered Function (ADR-0051)
+
+
+# The flag value that names each hosted runner (ADR-0048 D6).
+_NAMED_BY: dict[Host, NoticeRunner] = {
+    "api": NoticeRunner.API,
+    "function": NoticeRunner.FUNCTION,
+}
+
+
+def is_named(settings: Settings, host: Host) -> bool:
+    """ADR-0048 D1: the flag, not the lease, says whether this host's runner delivers (a host
+    that runs no relay never is)."""
+    return settings.Notices.Runner is _NAMED_BY.get(host)
 
 
 class _Section(BaseModel):
@@ -394,16 +409,11 @@ def check_host(settings: Settings, host: Host) -> list[str]:
         # Every host that writes audit rows (PIN enrolment and change, transfers)
         # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
         problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
-    delivers = (
-        (host == "function" and n.Runner is NoticeRunner.FUNCTION)
-        or (host == "api" and n.Runner is NoticeRunner.API)
-        or host == "verb"
-    )
-    if delivers:
+    if is_named(settings, host) or host == "verb":
         problems += _target_problems(settings)
         if not n.Contact:
             problems.append(CONTACT_MISSING)
-    if host == "api" and n.Runner is NoticeRunner.API and n.LeaseSeconds < 2 * n.PeriodSeconds:
+    if host == "api" and is_named(settings, host) and n.LeaseSeconds < 2 * n.PeriodSeconds:
         problems.append(
             f"Notices__LeaseSeconds: {n.LeaseSeconds}s is less than twice "
             f"Notices__PeriodSeconds ({n.PeriodSeconds}s). Fix: set Notices__LeaseSeconds to at "
