@@ -110,6 +110,7 @@ def bootstrap(
     `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`
     and `daily_limit_lock` replace what the settings give, for a test's own. `telemetry`: the
     edge's, its backlog gauges wired to the engine."""
+    from shared.audit.appender import AuditAppender
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
     from shared.db.engine import EngineOptions, get_engine
     from shared.identity.pin_service import PinChanges
@@ -119,7 +120,6 @@ def bootstrap(
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.idempotency import IdempotencyKeys
     from shared.money.mint import TransferMint
-    from shared.money.ports import AuditAppender
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
     from shared.notices.status import owed_backlog_reader
