@@ -15,7 +15,6 @@ judged in the same order the separate reads were, so every refusal is the one it
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -25,8 +24,9 @@ from sqlalchemy import Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from shared.clock import utc_day
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import AspNetUser, AuthorizationStatus, TransferAuthorization
-from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum, outflow
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.payees import (
     Payee,
     judge_payee,
@@ -72,11 +72,11 @@ def pre_check(
         raise AuthorizationInvalid()
     if row.ExpiresAt <= now:
         raise AuthorizationExpired()
-    limit.judge(user_id, order.amount, outflow(row.used), now)
+    limit.judge(user_id, order.amount, row.used, now)
     return payee
 
 
-@functools.cache
+@prebuilt
 def _pre_check_read() -> Select[str, int, str, uuid.UUID, str, Decimal, str, datetime, Decimal]:
     """One row whatever matches: an anchor row, outer-joined to the tag's user and to the
     authorization (NULLs where nothing matches), with the day's sum beside them. The anchor is
@@ -98,5 +98,5 @@ def _pre_check_read() -> Select[str, int, str, uuid.UUID, str, Decimal, str, dat
         TransferAuthorization.Amount,
         TransferAuthorization.Status,
         TransferAuthorization.ExpiresAt,
-        daily_outflow_sum().label("used"),
+        daily_outflow_statement().scalar_subquery().label("used"),
     ).select_from(joined)

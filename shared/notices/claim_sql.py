@@ -17,8 +17,8 @@ The outer UPDATE repeats the free-row predicate, so a row that stopped being fre
 pick and the write is never stamped.
 
 The instants are named bind parameters (`now`, `lease_until`), so a runner builds the statement
-once per batch size and passes each sweep's instants when it executes it (NoticeClaim): building
-it costs more than running it.
+once per batch size and passes each sweep's instants when it executes it (NoticeClaim;
+shared/db/prebuilt.py says why).
 """
 
 from __future__ import annotations
