@@ -20,7 +20,9 @@ TAIL_ID = 1
 _tail = AuditChainTail.__table__
 
 
-def _plain_read() -> Select[int, bytes]:
+def tail_unlocked_read() -> Select[int, bytes]:
+    """The tail without a lock: for `audit verify`, which only reads, and for SQLite's read
+    under its writer lock."""
     return select(AuditChainTail.LastSequence, AuditChainTail.LastHash).where(
         AuditChainTail.Id == TAIL_ID
     )
@@ -29,13 +31,13 @@ def _plain_read() -> Select[int, bytes]:
 def postgresql_tail_lock() -> Select[int, bytes]:
     # Row lock held to commit; a waiter re-reads the committed row once it is granted
     # (READ COMMITTED re-evaluates FOR UPDATE against the newest version).
-    return _plain_read().with_for_update()
+    return tail_unlocked_read().with_for_update()
 
 
 def mssql_tail_lock() -> Select[int, bytes]:
     # SQLAlchemy drops with_for_update on mssql silently; the hint is the lock.
     # UPDLOCK is held to the end of the transaction; ROWLOCK keeps it to the one row.
-    return _plain_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
+    return tail_unlocked_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
 
 
 def sqlite_writer_lock() -> Update:
@@ -49,18 +51,9 @@ def sqlite_writer_lock() -> Update:
     )
 
 
-def sqlite_tail_read() -> Select[int, bytes]:
-    return _plain_read()
-
-
-def tail_unlocked_read() -> Select[int, bytes]:
-    """The tail without a lock: for `audit verify`, which only reads."""
-    return _plain_read()
-
-
 def _sqlite_lock_and_read(session: Session) -> Row[int, bytes] | None:
     session.execute(sqlite_writer_lock())
-    return session.execute(sqlite_tail_read()).first()
+    return session.execute(tail_unlocked_read()).first()
 
 
 _LOCK_AND_READ: dict[DialectName, Callable[[Session], Row[int, bytes] | None]] = {
