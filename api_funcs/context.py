@@ -7,8 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shared.bootstrap import Services
-from shared.notices.hosted import HostedKind
-from shared.settings import Settings
+from shared.settings import HostedKind, Settings
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
 from shared.clock import Clock, SystemClock
-from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.hosted import HostedRelay
 from shared.notices.runner_name import make_runner_name, runner_kind
 from shared.notices.transports import (
     BlobContainerTransport,
@@ -25,9 +25,11 @@ from shared.notices.transports import (
     PickupDirectoryTransport,
 )
 from shared.settings import (
+    HostedKind,
     Settings,
     SettingsError,
     fix_for,
+    is_named,
     notice_contact,
     pickup_target_problem,
     require_host,
@@ -106,6 +108,7 @@ def bootstrap(
     `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`
     and `daily_limit_lock` replace what the settings give, for a test's own. `telemetry`: the
     edge's, its backlog gauges wired to the engine."""
+    from shared.audit.appender import AuditAppender
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
     from shared.db.engine import EngineOptions, get_engine
     from shared.identity.pin_service import PinChanges
@@ -114,7 +117,6 @@ def bootstrap(
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.mint import TransferMint
-    from shared.money.ports import AuditAppender
     from shared.money.rails import AccountRails
     from shared.money.transfers import TransferService
     from shared.notices.status import owed_backlog_reader

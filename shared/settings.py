@@ -25,6 +25,8 @@ from shared.notices.pickup_guard import pickup_directory_problem
 MONEY_MAX = Decimal("100000")
 
 Host = Literal["function", "api", "verb", "cli"]
+# The hosts that run the relay when the flag names them (ADR-0048 D1, D6).
+HostedKind = Literal["api", "function"]
 
 
 class SettingsError(Exception):
@@ -42,6 +44,19 @@ class NoticeRunner(enum.StrEnum):
     NONE = "None"  # nobody delivers; the verb is the only way out
     API = "Api"  # the API's hosted loop (`azurebank serve`)
     FUNCTION = "Function"  # the timer-triggered Function (ADR-0051)
+
+
+# The flag value that names each hosted runner (ADR-0048 D6).
+_NAMED_BY: dict[Host, NoticeRunner] = {
+    "api": NoticeRunner.API,
+    "function": NoticeRunner.FUNCTION,
+}
+
+
+def is_named(settings: Settings, host: Host) -> bool:
+    """ADR-0048 D1: the flag, not the lease, says whether this host's runner delivers (a host
+    that runs no relay never is)."""
+    return settings.Notices.Runner is _NAMED_BY.get(host)
 
 
 class _Section(BaseModel):
@@ -166,27 +181,15 @@ _SECTIONS: dict[str, type[_Section]] = {
     "ApiDocs": ApiDocsSettings,
 }
 
-# The fix an operator reads beside each key; ranges are spelled out so nobody needs the source.
+# The fix an operator reads beside each key. A key with a range on its field reads that range from
+# the field itself (`_range_fix`), with what this table adds after it.
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
     "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
-    "Database__PoolSize": "set Database__PoolSize to a whole number from 1 to 100",
-    "Database__MaxOverflow": "set Database__MaxOverflow to a whole number from 0 to 100",
-    "Database__ConnectTimeoutSeconds": "set Database__ConnectTimeoutSeconds to a whole number "
-    "from 2 to 60",
-    "Database__StatementTimeoutSeconds": "set Database__StatementTimeoutSeconds to a whole "
-    "number from 2 to 300, above Database__LockTimeoutSeconds and "
+    "Database__StatementTimeoutSeconds": "above Database__LockTimeoutSeconds and "
     "DailyLimit__LockTimeoutSeconds",
-    "Database__LockTimeoutSeconds": "set Database__LockTimeoutSeconds to a whole number from 1 "
-    "to 299, below Database__StatementTimeoutSeconds",
-    "Database__PoolTimeoutSeconds": "set Database__PoolTimeoutSeconds to a whole number from 1 "
-    "to 60",
-    "Database__KeepaliveSeconds": "set Database__KeepaliveSeconds to a whole number from 1 to 300",
-    "Health__ReadyTimeoutSeconds": "set Health__ReadyTimeoutSeconds to a whole number from 1 to 60",
+    "Database__LockTimeoutSeconds": "below Database__StatementTimeoutSeconds",
     "Notices__Runner": "set Notices__Runner to one of None, Api, Function",
-    "Notices__PeriodSeconds": "set Notices__PeriodSeconds to a whole number from 1 to 3600",
-    "Notices__LeaseSeconds": "set Notices__LeaseSeconds to a whole number from 2 to 86400",
-    "Notices__BatchSize": "set Notices__BatchSize to a whole number from 1 to 1000",
     "Notices__Schedule": "set Notices__Schedule to a six-field NCRONTAB expression, seconds first, "
     "e.g. '0 */1 * * * *'",
     "Notices__PickupDirectory": "set Notices__PickupDirectory to an existing directory outside any "
@@ -194,16 +197,9 @@ _FIXES: dict[str, str] = {
     "Notices__PickupContainer": "set Notices__PickupContainer to a blob container name",
     "Notices__Contact": "set Notices__Contact to the contact every notice must name "
     "(e.g. a support address or phone number)",
-    "DailyLimit__Amount": "set DailyLimit__Amount to a number above 0 and below 100000, "
-    "with at most two decimals",
-    "DailyLimit__LockTimeoutSeconds": "set DailyLimit__LockTimeoutSeconds to a whole number "
-    "from 1 to 29, below Database__StatementTimeoutSeconds",
+    "DailyLimit__LockTimeoutSeconds": "below Database__StatementTimeoutSeconds",
     "Audit__ChainKey": "set Audit__ChainKey to base64 of at least 32 random bytes "
     "(e.g. `openssl rand -base64 32`)",
-    "Pin__MaxFailedAttempts": "set Pin__MaxFailedAttempts to a whole number from 1 to 5",
-    "Pin__LockoutMinutes": "set Pin__LockoutMinutes to a whole number from 1 to 1440",
-    "Transfers__AuthorizationSeconds": "set Transfers__AuthorizationSeconds to a whole number "
-    "from 30 to 3600",
     "ApiDocs__Enabled": "set ApiDocs__Enabled to true or false, or leave it unset (on under "
     "serve, off under the Functions host)",
     "Auth__SigningKey": "unset Auth__SigningKey where Auth__JwksUrl is set (HS256 is for local "
@@ -213,7 +209,37 @@ _FIXES: dict[str, str] = {
 
 def fix_for(key: str) -> str:
     """The sentence an operator reads to repair `key`."""
-    return _FIXES.get(key, f"correct {key}")
+    ranged = _range_fix(key)
+    if ranged is None:
+        return _FIXES.get(key, f"correct {key}")
+    return f"{ranged}, {_FIXES[key]}" if key in _FIXES else ranged
+
+
+def _range_fix(key: str) -> str | None:
+    """`set KEY to …` spelled from the field's own bounds (ge/le for a whole number, gt/lt and
+    decimal_places for an amount), so nobody needs the source; None for a field without them."""
+    section, _, name = key.partition("__")
+    field = _SECTIONS[section].model_fields.get(name) if section in _SECTIONS else None
+    if field is None:
+        return None
+    bounds = {
+        attribute: getattr(rule, attribute)
+        for rule in field.metadata
+        for attribute in ("ge", "le", "gt", "lt", "decimal_places")
+        if getattr(rule, attribute, None) is not None
+    }
+    if {"ge", "le"} <= bounds.keys():
+        return f"set {key} to a whole number from {bounds['ge']} to {bounds['le']}"
+    if {"gt", "lt", "decimal_places"} <= bounds.keys():
+        places = _IN_WORDS.get(bounds["decimal_places"], bounds["decimal_places"])
+        return (
+            f"set {key} to a number above {bounds['gt']} and below {bounds['lt']}, "
+            f"with at most {places} decimals"
+        )
+    return None
+
+
+_IN_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def missing(key: str, why: str) -> str:
@@ -396,16 +422,11 @@ def check_host(settings: Settings, host: Host) -> list[str]:
         # Every host that writes audit rows (PIN enrolment and change, transfers)
         # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
         problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
-    delivers = (
-        (host == "function" and n.Runner is NoticeRunner.FUNCTION)
-        or (host == "api" and n.Runner is NoticeRunner.API)
-        or host == "verb"
-    )
-    if delivers:
+    if is_named(settings, host) or host == "verb":
         problems += _target_problems(settings)
         if not n.Contact:
             problems.append(CONTACT_MISSING)
-    if host == "api" and n.Runner is NoticeRunner.API and n.LeaseSeconds < 2 * n.PeriodSeconds:
+    if host == "api" and is_named(settings, host) and n.LeaseSeconds < 2 * n.PeriodSeconds:
         problems.append(
             f"Notices__LeaseSeconds: {n.LeaseSeconds}s is less than twice "
             f"Notices__PeriodSeconds ({n.PeriodSeconds}s). Fix: set Notices__LeaseSeconds to at "

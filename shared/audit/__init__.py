@@ -1,1 +1,2 @@
-"""The HMAC-chained audit log (ADR-0052 D4/D5): `AuditChain` appends and verifies."""
+"""The HMAC-chained audit log (ADR-0052 D4/D5): `AuditChain` appends and verifies; writers
+need of it only `appender.AuditAppender`."""

@@ -3,21 +3,26 @@
 
 The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
 locks it first, so concurrent appends serialise on it and each chains onto the last committed
-row: the chain never forks. One function per dialect; `lock_and_read_tail` picks by name.
+row: the chain never forks. One function per dialect; `lock_and_read_tail` picks with `for_dialect`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Row, Select, Update, select, update
 from sqlalchemy.orm import Session
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import AuditChainTail
 
 TAIL_ID = 1
 _tail = AuditChainTail.__table__
 
 
-def _plain_read() -> Select[int, bytes]:
+def tail_unlocked_read() -> Select[int, bytes]:
+    """The tail without a lock: for `audit verify`, which only reads, and for SQLite's read
+    under its writer lock."""
     return select(AuditChainTail.LastSequence, AuditChainTail.LastHash).where(
         AuditChainTail.Id == TAIL_ID
     )
@@ -26,13 +31,13 @@ def _plain_read() -> Select[int, bytes]:
 def postgresql_tail_lock() -> Select[int, bytes]:
     # Row lock held to commit; a waiter re-reads the committed row once it is granted
     # (READ COMMITTED re-evaluates FOR UPDATE against the newest version).
-    return _plain_read().with_for_update()
+    return tail_unlocked_read().with_for_update()
 
 
 def mssql_tail_lock() -> Select[int, bytes]:
     # SQLAlchemy drops with_for_update on mssql silently; the hint is the lock.
     # UPDLOCK is held to the end of the transaction; ROWLOCK keeps it to the one row.
-    return _plain_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
+    return tail_unlocked_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
 
 
 def sqlite_writer_lock() -> Update:
@@ -46,24 +51,19 @@ def sqlite_writer_lock() -> Update:
     )
 
 
-def sqlite_tail_read() -> Select[int, bytes]:
-    return _plain_read()
+def _sqlite_lock_and_read(session: Session) -> Row[int, bytes] | None:
+    session.execute(sqlite_writer_lock())
+    return session.execute(tail_unlocked_read()).first()
 
 
-def tail_unlocked_read() -> Select[int, bytes]:
-    """The tail without a lock: for `audit verify`, which only reads."""
-    return _plain_read()
+_LOCK_AND_READ: dict[DialectName, Callable[[Session], Row[int, bytes] | None]] = {
+    "postgresql": lambda session: session.execute(postgresql_tail_lock()).first(),
+    "mssql": lambda session: session.execute(mssql_tail_lock()).first(),
+    "sqlite": _sqlite_lock_and_read,
+}
 
 
 def lock_and_read_tail(session: Session) -> Row[int, bytes] | None:
     """Take the tail lock for the session's dialect (held to commit) and read the tail under it;
     None when the tail row is missing."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        return session.execute(postgresql_tail_lock()).first()
-    if dialect == "mssql":
-        return session.execute(mssql_tail_lock()).first()
-    if dialect == "sqlite":
-        session.execute(sqlite_writer_lock())
-        return session.execute(sqlite_tail_read()).first()
-    raise ValueError(f"unsupported dialect {dialect!r}")
+    return for_dialect(session, _LOCK_AND_READ, what="audit tail lock")(session)

@@ -19,6 +19,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.settings import DatabaseSettings, SettingsError, fix_for
 
 if TYPE_CHECKING:
@@ -134,15 +135,8 @@ def build_engine(
 def _engine_for(
     parsed: URL, options: EngineOptions, credential_factory: CredentialFactory
 ) -> Engine:
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        engine = _sqlite_engine(parsed, options)
-    elif backend == "postgresql":
-        engine = _postgresql_engine(parsed, options)
-    elif backend == "mssql":
-        engine = _mssql_engine(parsed, options, credential_factory)
-    else:
-        raise ValueError(f"unsupported database backend {backend!r}")
+    build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
+    engine = build(parsed, options, credential_factory)
     # What a unit of work compares its own wait with (shared.db.uow).
     _default_lock_waits[engine] = options.lock_timeout
     return engine
@@ -253,6 +247,13 @@ def _mssql_engine(
         )
 
     return engine
+
+
+_BUILDERS: dict[DialectName, Callable[[URL, EngineOptions, CredentialFactory], Engine]] = {
+    "sqlite": lambda url, options, _credential: _sqlite_engine(url, options),
+    "postgresql": lambda url, options, _credential: _postgresql_engine(url, options),
+    "mssql": _mssql_engine,
+}
 
 
 def _default_credential() -> TokenCredential:

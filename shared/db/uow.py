@@ -6,14 +6,16 @@ limit check and an audit write together is only as good as its one commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Literal
 
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.engine import default_lock_wait
 from shared.db.mssql_bounds import lock_timeout_statement
 
@@ -34,44 +36,48 @@ def _unit_of_work(
     wait_seconds: int | None,
     server_waits: bool = True,
 ) -> Iterator[Session]:
-    # On SQLite, IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy
-    # timeout: that is SQLite's application lock (docs/database.md).
-    dialect = engine.dialect.name
+    waits = for_dialect(engine, _WAITS, what="unit of work")
     # The wait this unit sets on a server: only one other than the connection's own.
     own_wait = (
         wait_seconds
-        if server_waits and dialect != "sqlite" and wait_seconds != default_lock_wait(engine)
+        if server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
         else None
     )
     with engine.connect() as connection:
-        if dialect == "sqlite":
-            if wait_seconds is not None:
-                connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_seconds) * 1000}")
-            connection.info["sqlite_begin"] = f"BEGIN {sqlite_begin}"
-            # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
-            # session's own begin is the one that runs BEGIN IMMEDIATE.
-            connection.rollback()
+        if waits.before_begin:
+            waits.before_begin(connection, sqlite_begin, wait_seconds)
         try:
             with _session_on(connection) as session:
-                if own_wait is not None:
-                    _bound_lock_waits(session, dialect, own_wait)
+                if own_wait is not None and waits.set_own:
+                    waits.set_own(session, own_wait)
                 yield session
         finally:
             # After the session closed (its work committed or rolled back), never inside it.
-            if own_wait is not None and dialect == "mssql":
-                _restore_lock_waits(connection, default_lock_wait(engine))
+            if own_wait is not None and waits.set_back:
+                waits.set_back(connection, default_lock_wait(engine))
 
 
-def _bound_lock_waits(session: Session, dialect: str, seconds: int) -> None:
-    """Every lock wait of this unit of work at most `seconds` (the connection's own bound, set
-    when it opened, is the engine's default; shared.db.engine). PostgreSQL's setting is the
-    transaction's and ends with it; SQL Server's is the session's, restored on the way out."""
-    if dialect == "postgresql":
-        session.execute(
-            text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{seconds * 1000}ms"}
-        )
-    elif dialect == "mssql":
-        session.connection().exec_driver_sql(lock_timeout_statement(seconds))
+def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int | None) -> None:
+    # IMMEDIATE takes the database's write lock at BEGIN, waiting at most the busy timeout:
+    # that is SQLite's application lock (docs/database.md).
+    if wait_seconds is not None:
+        connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_seconds) * 1000}")
+    connection.info["sqlite_begin"] = f"BEGIN {begin}"
+    # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
+    # session's own begin is the one that runs BEGIN IMMEDIATE.
+    connection.rollback()
+
+
+def _postgresql_own_wait(session: Session, seconds: int) -> None:
+    # The transaction's setting: it ends with the transaction.
+    session.execute(
+        text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{seconds * 1000}ms"}
+    )
+
+
+def _mssql_own_wait(session: Session, seconds: int) -> None:
+    # The session's setting: set back on the way out (_restore_lock_waits).
+    session.connection().exec_driver_sql(lock_timeout_statement(seconds))
 
 
 def _restore_lock_waits(connection: Connection, seconds: int) -> None:
@@ -123,9 +129,7 @@ def one_read(engine: Engine) -> AbstractContextManager[Session]:
     ROLLBACK, each as a round trip of its own, which would be two of the three round trips the
     read costs. Elsewhere it is a plain unit of work (ODBC and SQLite begin implicitly, with no
     round trip, and leaving SQL Server's isolation level would cost one to restore it)."""
-    if engine.dialect.name != "postgresql":
-        return unit_of_work(engine)
-    return _autocommit_read(engine)
+    return for_dialect(engine, _WAITS, what="unit of work").one_read(engine)
 
 
 @contextmanager
@@ -135,3 +139,25 @@ def _autocommit_read(engine: Engine) -> Iterator[Session]:
         _session_on(connection) as session,
     ):
         yield session
+
+
+@dataclass(frozen=True)
+class _DialectWaits:
+    """How a unit of work bounds its waits on one dialect. `before_begin` readies the connection
+    before the session begins; `set_own` sets a lock wait other than the connection's own (every
+    lock wait of the unit at most that many seconds; the connection's own bound, set when it
+    opened, is the engine's default: shared.db.engine); `set_back` restores the connection's
+    own after the unit, where the setting outlives the transaction; `one_read` opens `one_read`'s
+    unit."""
+
+    before_begin: Callable[[Connection, SqliteBegin, int | None], None] | None
+    set_own: Callable[[Session, int], None] | None
+    set_back: Callable[[Connection, int], None] | None
+    one_read: Callable[[Engine], AbstractContextManager[Session]]
+
+
+_WAITS: dict[DialectName, _DialectWaits] = {
+    "sqlite": _DialectWaits(_sqlite_begin, None, None, unit_of_work),
+    "postgresql": _DialectWaits(None, _postgresql_own_wait, None, _autocommit_read),
+    "mssql": _DialectWaits(None, _mssql_own_wait, _restore_lock_waits, unit_of_work),
+}

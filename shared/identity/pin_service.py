@@ -18,6 +18,7 @@ from datetime import datetime
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from shared.audit.appender import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
@@ -26,7 +27,7 @@ from shared.errors import Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
 from shared.identity.pins import is_valid_pin
 from shared.identity.refusals import InvalidPassword, PinAlreadyEnrolled, PinRequired
-from shared.money.ports import AuditAppender, PinCheck
+from shared.money.ports import PinCheck
 
 # The message a malformed PIN field is refused with (400 VALIDATION_FAILED).
 PIN_FORMAT = "must be 4 to 6 digits (0-9)"

@@ -3,7 +3,6 @@ account, and balance writes guarded by the account's concurrency token."""
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -12,6 +11,7 @@ from typing import NamedTuple
 from sqlalchemy import Select, Update, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
 from shared.db.writes import rows_matched
 from shared.money.refusals import AccountForbidden, AccountNotFound
@@ -61,10 +61,6 @@ def open_account_and_primary_account(
     return payer, payee
 
 
-# The money path's reads are built once, with named parameters: every transfer runs them, and
-# building a statement costs more client CPU than the statement costs the server.
-
-
 def _primary_account_id() -> Select[uuid.UUID]:
     return (
         select(Account.Id)
@@ -74,7 +70,7 @@ def _primary_account_id() -> Select[uuid.UUID]:
     )
 
 
-@functools.cache
+@prebuilt
 def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
     return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
         Account.IsDeleted.is_(False),

@@ -16,6 +16,7 @@ both from reading the same committed day and both committing. The wait is bounde
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 
 # The error number and text the SQL Server batch throws when sp_getapplock returns < 0 (−1
 # timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter); shared.db.faults reads them.
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.faults import MSSQL_APPLOCK_ERROR, MSSQL_APPLOCK_MESSAGE
 from shared.db.uow import writing_unit_of_work
 
@@ -78,20 +80,24 @@ def _take_postgresql(session: Session, user_id: str, timeout_seconds: int) -> No
     )
 
 
+def _take_sqlite(session: Session, _user_id: str, _timeout_seconds: int) -> None:
+    # Start the transaction now, so BEGIN IMMEDIATE (the lock) precedes the sum.
+    session.connection()
+
+
+_TAKE: dict[DialectName, Callable[[Session, str, int], None]] = {
+    "postgresql": _take_postgresql,
+    "mssql": _take_mssql,
+    "sqlite": _take_sqlite,
+}
+
+
 def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) -> None:
     """Take the user's lock, before the transfer's first read (after the key's claim, which
     touches only the key's row). On SQLite the lock was taken by BEGIN IMMEDIATE already (see
     DailyLimitLock.unit_of_work)."""
-    dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
-        _take_postgresql(session, user_id, timeout_seconds)
-    elif dialect == "mssql":
-        _take_mssql(session, user_id, timeout_seconds)
-    elif dialect == "sqlite":
-        # Start the transaction now, so BEGIN IMMEDIATE (the lock) precedes the sum.
-        session.connection()
-    else:
-        raise ValueError(f"no application lock for dialect {dialect!r}")
+    take = for_dialect(session, _TAKE, what="application lock")
+    take(session, user_id, timeout_seconds)
 
 
 @dataclass(frozen=True)

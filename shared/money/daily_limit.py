@@ -8,42 +8,30 @@ user, closed ones included (D3: money that left a drained-then-closed account le
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ScalarSelect, Select, bindparam, func, select
+from sqlalchemy import Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock, utc_day
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
 from shared.money.refusals import DailyLimitExceeded
 
 log = logging.getLogger("azurebank.money")
 
 
-def daily_outflow_sum() -> ScalarSelect[Decimal]:
-    """The day's outflow as a scalar subquery (named parameters `user_id`, `day_start`,
-    `day_end`), for a read that answers it beside other questions."""
-    return daily_outflow_statement().scalar_subquery()
-
-
-def outflow(total: Decimal | None) -> Decimal:
-    """The day's outflow from the sum as read: SUM over no rows is NULL, which is nothing spent."""
-    return Decimal(0) if total is None else Decimal(total)
-
-
-@functools.cache
+@prebuilt
 def daily_outflow_statement() -> Select[Decimal]:
     """The day's external outflow of one user (named parameters `user_id`, `day_start`,
     `day_end`). The join on Accounts.UserId makes the customer the payer (D3: two accounts do not
     hold two limits); there is no IsDeleted filter (D3). IX_Accounts_UserId then
     IX_Transactions_AccountId_Type_CreatedAt make it a seek per account on (AccountId,
-    'TransferOut', [day)), not a scan of the ledger. Built once: every transfer reads
-    the sum twice (D4.2, D4.3), and building the statement costs more client CPU than the
-    statement costs the server."""
+    'TransferOut', [day)), not a scan of the ledger. A read that answers it beside other
+    questions takes its `scalar_subquery()`."""
     return (
         select(func.sum(Transaction.Amount))
         .select_from(Transaction)
@@ -80,18 +68,21 @@ class DailyOutflowLimit:
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
         """The external outflow already committed on `instant`'s UTC day."""
         start, end = utc_day(instant)
-        return outflow(
-            session.scalar(
-                daily_outflow_statement(), {"user_id": user_id, "day_start": start, "day_end": end}
-            )
+        total = session.scalar(
+            daily_outflow_statement(), {"user_id": user_id, "day_start": start, "day_end": end}
         )
+        # SUM over no rows is NULL, which is nothing spent.
+        return Decimal(0) if total is None else Decimal(total)
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
         """Refuse when used + requested would pass the limit; the bound is inclusive (A2.4)."""
         self.judge(user_id, requested, self.used(session, user_id, instant), instant)
 
-    def judge(self, user_id: str, requested: Decimal, used: Decimal, instant: datetime) -> None:
-        """`check` on a sum already read (`daily_outflow_sum`, within a larger read)."""
+    def judge(
+        self, user_id: str, requested: Decimal, used: Decimal | None, instant: datetime
+    ) -> None:
+        """`check` on a sum already read within a larger read (None: SUM over no rows)."""
+        used = Decimal(0) if used is None else Decimal(used)
         if used + requested > self.limit:
             # D7: log-only, no audit row (ADR-0044). The user id is no address.
             log.info(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-from sqlalchemy import Select, bindparam, case, exists, func, select
+from sqlalchemy import bindparam, case, exists, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -28,7 +27,9 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
     # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
     # One statement answers both questions; they are judged in the rung order below.
-    found = session.execute(_payee_by_tag(), {"azure_tag": azure_tag}).first()
+    found = session.execute(
+        select(*payee_columns()).where(payee_match()), {"azure_tag": azure_tag}
+    ).first()
     return judge_payee(caller_id, azure_tag, *(found or (None, 0)))
 
 
@@ -52,13 +53,6 @@ def judge_payee(
     if not has_open_account:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
-
-
-@functools.cache
-def _payee_by_tag() -> Select[str, int]:
-    """The tag's user and whether it has an open account to receive into (its primary account
-    exists), built once with a named parameter: every mint runs it."""
-    return select(*payee_columns()).where(payee_match())
 
 
 def payee_match() -> ColumnElement[bool]:

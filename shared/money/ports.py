@@ -1,44 +1,13 @@
-"""What the money path needs from its neighbours, as protocols: the audit chain (shared/audit)
-and the PIN step-up (shared/identity/pins). The HTTP edge wires the real ones."""
+"""What the money path needs from its neighbours, as protocols: the PIN step-up
+(shared/identity/pins) here, the audit chain's in shared/audit/appender.py. The HTTP edge wires
+the real ones."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping
-from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from sqlalchemy.orm import Session
-
-if TYPE_CHECKING:
-    from shared.audit.chain import SealedAuditRow
-
-
-class AuditAppender(Protocol):
-    def append(
-        self,
-        session: Session,
-        *,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: Mapping[str, object] | None = None,
-    ) -> uuid.UUID:
-        """Append one chained row under the tail lock; does not commit."""
-        ...
-
-    def seal(
-        self,
-        session: Session,
-        *,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: Mapping[str, object] | None = None,
-    ) -> SealedAuditRow:
-        """Take the tail lock and build the next chained row, unwritten: the caller writes it and
-        the tail in the same transaction (in one round trip with its own writes, if it can)."""
-        ...
+# Re-exported while shared/money/transfers.py and rails.py still import it from here.
+from shared.audit.appender import AuditAppender as AuditAppender
 
 
 class PinCheck(Protocol):

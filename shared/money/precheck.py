@@ -20,7 +20,6 @@ refusal is the one it was.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -30,13 +29,14 @@ from sqlalchemy import Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from shared.clock import utc_day
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import (
     AspNetUser,
     AuthorizationStatus,
     IdempotencyRecord,
     TransferAuthorization,
 )
-from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_sum, outflow
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.idempotency import (
     Answer,
     IdempotencyClaim,
@@ -105,11 +105,11 @@ def pre_check(
         raise AuthorizationInvalid()
     if row.ExpiresAt <= now:
         raise AuthorizationExpired()
-    limit.judge(user_id, order.amount, outflow(row.used), now)
+    limit.judge(user_id, order.amount, row.used, now)
     return payee
 
 
-@functools.cache
+@prebuilt
 def _pre_check_read() -> Select[
     str, str, int | None, str | None, str, int, str, uuid.UUID, str, Decimal, *tuple[Any, ...]
 ]:
@@ -141,5 +141,5 @@ def _pre_check_read() -> Select[
         TransferAuthorization.Amount,
         TransferAuthorization.Status,
         TransferAuthorization.ExpiresAt,
-        daily_outflow_sum().label("used"),
+        daily_outflow_statement().scalar_subquery().label("used"),
     ).select_from(joined)

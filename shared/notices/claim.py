@@ -8,7 +8,8 @@ One sweep's database work, in order:
   mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
 
 Renew, claim and held share the sweep's one unit of work; each mark is its own, after its file.
-Every statement is built once per runner, its instants and ids bound at execution.
+Every statement is built once per runner, its instants and ids bound at execution
+(shared/db/prebuilt.py says why).
 
 The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
 that keeps failing never holds more than one lease can deliver. A refused row resting out its lease
@@ -87,8 +88,7 @@ class NoticeClaim:
         self.runner = runner
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
-        # Built once, the instants and ids as named parameters: the runner's name is fixed, and
-        # building a statement costs more than running it (bench/relay_phases.py).
+        # Built once per runner (shared/db/prebuilt.py): the runner's name is fixed.
         self._held = self._held_query()
         self._renew = (
             update(_NOTICES)

@@ -17,8 +17,8 @@ The outer UPDATE repeats the free-row predicate, so a row that stopped being fre
 pick and the write is never stamped.
 
 The instants are named bind parameters (`now`, `lease_until`), so a runner builds the statement
-once per batch size and passes each sweep's instants when it executes it (NoticeClaim): building
-it costs more than running it.
+once per batch size and passes each sweep's instants when it executes it (NoticeClaim;
+shared/db/prebuilt.py says why).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from sqlalchemy import (
     update,
 )
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import SubscriberNotice
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
@@ -55,10 +56,7 @@ def claim_statement(
     """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped. `now` and
     `lease_until` are the values of its `now` and `lease_until` parameters; an execution may pass
     others."""
-    try:
-        build = _BUILDERS[dialect_name]
-    except KeyError:
-        raise ValueError(f"no claim statement for dialect {dialect_name!r}") from None
+    build = for_dialect(dialect_name, _BUILDERS, what="claim statement")
     instant = _NOTICES.c.LeasedUntil.type
     now_param = bindparam("now", now, type_=instant)
     free = _NOTICES.alias("free")
@@ -97,7 +95,7 @@ def _sqlite(oldest_free: Select[Any], _free: FromClause) -> Select[Any]:
     return oldest_free
 
 
-_BUILDERS: dict[str, Callable[[Select[Any], FromClause], Select[Any]]] = {
+_BUILDERS: dict[DialectName, Callable[[Select[Any], FromClause], Select[Any]]] = {
     "postgresql": _postgresql,
     "mssql": _mssql,
     "sqlite": _sqlite,

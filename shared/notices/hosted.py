@@ -12,35 +12,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from shared.settings import NoticeRunner, Settings
+from shared.settings import HostedKind, Settings
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
     # A host imports this at its start; the sweep (and the ORM under it) on its first tick.
     from shared.notices.sweep import NoticeSweepSummary
 
-HostedKind = Literal["api", "function"]
-
 log = logging.getLogger("azurebank.notices.relay")
-
-# The flag value that names each hosted runner (ADR-0048 D6).
-_NAMED_BY: dict[HostedKind, NoticeRunner] = {
-    "api": NoticeRunner.API,
-    "function": NoticeRunner.FUNCTION,
-}
 
 
 class Sweep(Protocol):
     """What a hosted runner needs of its NoticeSweep."""
 
     def run(self) -> NoticeSweepSummary: ...
-
-
-def is_named(settings: Settings, kind: HostedKind) -> bool:
-    """ADR-0048 D1: the flag, not the lease, says whether this kind of runner delivers."""
-    return settings.Notices.Runner is _NAMED_BY[kind]
 
 
 class HostedRelay:

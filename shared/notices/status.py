@@ -3,7 +3,6 @@ ADR-0048 D5). A lease proves only that it is unexpired, nothing about the proces
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from sqlalchemy import ColumnElement, Engine, Select, Table, bindparam, case, fu
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work
 
@@ -89,10 +89,8 @@ def lease_holders(
     return tuple(LeaseHolder(str(r[0]), int(r[1]), r[2], r[3]) for r in rows)
 
 
-@functools.lru_cache(maxsize=64)
+@prebuilt
 def _lease_holders_query(live_only: bool, excluding: str | None) -> Select[Any]:
-    # Built once per runner that asks (a sweep asks every tick), the instant a named parameter:
-    # building the statement costs more than running it (bench/relay_phases.py).
     conditions: list[ColumnElement[bool]] = [_OWED, _NOTICES.c.LeasedBy.is_not(None)]
     if live_only:
         conditions.append(

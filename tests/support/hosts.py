@@ -18,9 +18,9 @@ from api_funcs.app import create_app
 from api_funcs.context import AppContext
 from shared.bootstrap import Services, bootstrap, database_url
 from shared.clock import Clock, SystemClock
-from shared.notices.hosted import HostedKind, HostedRelay, is_named
+from shared.notices.hosted import HostedRelay
 from shared.notices.runner_name import make_runner_name
-from shared.settings import Settings, load_settings, require_host
+from shared.settings import HostedKind, Settings, is_named, load_settings, require_host
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 SIGNING_KEY = "test-signing-key-" + "x" * 32
