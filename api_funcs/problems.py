@@ -176,6 +176,13 @@ async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
     if fault is DriverFault.UNAVAILABLE:
         log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
         return refusal_problem(DatabaseUnavailable(), trace)
+    if fault is DriverFault.TRANSIENT:
+        # A deadlock or serialization failure outside the money's retry loop (a PIN change, the
+        # mint): the server rolled the transaction back, so nothing changed and a retry may pass.
+        log.warning(
+            "Transaction rolled back by the server: %s (trace %s)", type(exc).__name__, trace
+        )
+        return refusal_problem(DatabaseUnavailable(), trace)
     if fault is DriverFault.LOCK_TIMEOUT:
         # A lock wait ran out (Database__LockTimeoutSeconds: the audit tail, a row) where no
         # service mapped it itself: the same 503 as the application lock's.
