@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.telemetry_recorder import record_refusal
 from shared.db.faults import DriverFault, driver_fault
-from shared.errors import DomainError, Fault
+from shared.errors import DomainError, Fault, ValidationFailed
 from shared.money.refusals import LockTimeout
 
 PROBLEM_JSON = "application/problem+json"
@@ -120,7 +120,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.exception_handler(SQLAlchemyError)(_database)
 
 
-def refusal_problem(error: DomainError, trace_id: str) -> JSONResponse:
+def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
     """A refusal's problem details: its status, code, title, headers and extension members."""
     return problem_response(
         error.status,
@@ -149,13 +149,7 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
         }
         for e in exc.errors()
     ]
-    return problem_response(
-        400,
-        "VALIDATION_FAILED",
-        "The request body is not valid.",
-        trace_id=trace_id_of(request),
-        errors=errors,
-    )
+    return refusal_problem(ValidationFailed(errors=errors), trace_id_of(request))
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
