@@ -179,10 +179,11 @@ class _Pair:
             self._lose_commit_reply(data)
             return False
         if commit and mode is Mode.HALF_OPEN_AT_COMMIT:
-            _rst(self.client)
-            self.client = None
+            # Counted before the cut, so whoever sees the app's error sees the count too.
             self.proxy._count("half_open")
             self.proxy._commit_cut()
+            _rst(self.client)
+            self.client = None
             return True
         other.sendall(data)
         return True
@@ -193,12 +194,13 @@ class _Pair:
         readable, _, _ = select.select([self.upstream], [], [], _REPLY_WAIT)
         if readable:
             self.upstream.recv(65536)  # the server's answer to COMMIT, which the app never hears
+        # Counted before the cut, so whoever sees the app's error sees the count too.
+        self.proxy._commit_cut()
         _rst(self.client)
         self.client = None
         with suppress(OSError):
             self.upstream.close()
         self.upstream = None
-        self.proxy._commit_cut()
 
 
 class FaultProxy:
