@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_funcs.problems import problem_response
+from api_funcs.problems import refusal_problem
+from shared.errors import ValidationFailed
 
 # Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
 MAX_BODY_BYTES = 65_536
@@ -49,10 +50,5 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem_response(
-            400,
-            "VALIDATION_FAILED",
-            "The request body is not valid.",
-            errors=[{"field": "body", "message": f"at most {self.max_bytes} bytes"}],
-        )
+        response = refusal_problem(ValidationFailed("body", f"at most {self.max_bytes} bytes"))
         await response(scope, receive, send)

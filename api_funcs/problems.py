@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.telemetry_recorder import record_refusal
 from shared.db.faults import DriverFault, driver_fault
-from shared.errors import DomainError, Fault
+from shared.errors import DomainError, Fault, ValidationFailed
 from shared.money.refusals import LockTimeout
 
 PROBLEM_JSON = "application/problem+json"
@@ -120,7 +120,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.exception_handler(SQLAlchemyError)(_database)
 
 
-def refusal_problem(error: DomainError, trace_id: str) -> JSONResponse:
+def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
     """A refusal's problem details: its status, code, title, headers and extension members."""
     return problem_response(
         error.status,
@@ -149,13 +149,7 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
         }
         for e in exc.errors()
     ]
-    return problem_response(
-        400,
-        "VALIDATION_FAILED",
-        "The request body is not valid.",
-        trace_id=trace_id_of(request),
-        errors=errors,
-    )
+    return refusal_problem(ValidationFailed(errors=errors), trace_id_of(request))
 
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -175,6 +169,13 @@ async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
     fault = driver_fault(exc)
     if fault is DriverFault.UNAVAILABLE:
         log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
+        return refusal_problem(DatabaseUnavailable(), trace)
+    if fault is DriverFault.TRANSIENT:
+        # A deadlock or serialization failure outside the money's retry loop (a PIN change, the
+        # mint): the server rolled the transaction back, so nothing changed and a retry may pass.
+        log.warning(
+            "Transaction rolled back by the server: %s (trace %s)", type(exc).__name__, trace
+        )
         return refusal_problem(DatabaseUnavailable(), trace)
     if fault is DriverFault.LOCK_TIMEOUT:
         # A lock wait ran out (Database__LockTimeoutSeconds: the audit tail, a row) where no

@@ -12,10 +12,10 @@ engine (not by reading the code):
   round trip), COMMIT and ROLLBACK (none of the three outside a transaction), and at every pool
   checkout (the pre-ping's round trip);
 - the two write paths in ONE run, alternated (before, after, before, after) over the same
-  customers: "before" is `TransferService(one_round_trip=False)`, every write after the tail lock
-  its own statement (SQLite's path, and the writes main made one by one); "after" is the one
-  round trip. Both share everything outside the critical section, so their ratio is the
-  critical section's alone;
+  customers: "before" hands the composition root `one_statement_per_write`
+  (shared/money/transfer_write_sql.py), every write after the tail lock its own statement
+  (SQLite's path, and the writes main made one by one); "after" is the one round trip. Both
+  share everything outside the critical section, so their ratio is the critical section's alone;
 - with `before=(revision, worktree)`, that revision's code as well, each round first, from client
   processes of its own started on the worktree (bench/worktree.py): main as it was, every saving
   of the work outside the critical section included.
@@ -29,6 +29,7 @@ is what is measured), under keys of their own that this tree's claims never meet
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import multiprocessing.synchronize
 import shutil
@@ -269,16 +270,24 @@ def _transfer_of_this_tree(
 def _services_by_path(
     services: Any, settings: Settings, engine: Engine, clock: FakeClock
 ) -> dict[str, Any]:
-    chain = services.require_audit_chain()
+    """Both paths' services, as this tree's composition root builds them: "before" hands it
+    the writes one statement each (SQLite's form, run on PostgreSQL). An earlier revision
+    chose the form with a flag on the service instead."""
+    lock = DailyLimitLock(settings.DailyLimit.LockTimeoutSeconds)
+    if "one_round_trip" in inspect.signature(TransferService).parameters:  # an earlier revision
+        chain = services.require_audit_chain()
+        flagged: Any = TransferService
+        return {
+            path: flagged(engine, clock, services.limit, lock, chain, one_round_trip=path == AFTER)
+            for path in (BEFORE, AFTER)
+        }
+    from shared.money.transfer_write_sql import one_statement_per_write, write_transfer
+
+    writes = {BEFORE: one_statement_per_write, AFTER: write_transfer}
     return {
-        path: TransferService(
-            engine,
-            clock,
-            services.limit,
-            DailyLimitLock(settings.DailyLimit.LockTimeoutSeconds),
-            chain,
-            one_round_trip=path == AFTER,
-        )
+        path: bootstrap(
+            settings, engine, clock, daily_limit_lock=lock, transfer_writes=writes[path]
+        ).transfers
         for path in (BEFORE, AFTER)
     }
 

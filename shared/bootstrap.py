@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.mint import TransferMint
     from shared.money.rails import AccountRails
+    from shared.money.transfer_write_sql import TransferWriter
     from shared.money.transfers import TransferService
     from shared.notices.claim import NoticeClaim
     from shared.notices.relay_loop import NoticeRelayService
@@ -99,14 +100,16 @@ def bootstrap(
     transport: NoticeTransport | None = None,
     claim: NoticeClaim | None = None,
     daily_limit_lock: DailyLimitLock | None = None,
+    transfer_writes: TransferWriter | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
     """Build every service of a host whose `settings` passed `require_host`.
 
     `engine`: the host's, or a URL (the process's engine for it, built, not connected: a driver
     this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
-    `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`
-    and `daily_limit_lock` replace what the settings give, for a test's own. `telemetry`: the
+    `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`,
+    `daily_limit_lock` and `transfer_writes` replace what the settings and the dialect give, for
+    a test's or a bench's own. `telemetry`: the
     edge's, its backlog gauges wired to the engine."""
     from shared.audit.appender import AuditAppender
     from shared.audit.chain import AuditChain, UnkeyedAuditChain
@@ -118,6 +121,7 @@ def bootstrap(
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.mint import TransferMint
     from shared.money.rails import AccountRails
+    from shared.money.transfer_write_sql import write_transfer
     from shared.money.transfers import TransferService
     from shared.notices.status import owed_backlog_reader
     from shared.readiness import Readiness
@@ -165,7 +169,12 @@ def bootstrap(
             authorization_seconds=settings.Transfers.AuthorizationSeconds,
         ),
         transfers=TransferService(
-            engine, clock, limit, daily_limit_lock or DailyLimitLock(lock_timeout), audit
+            engine,
+            clock,
+            limit,
+            daily_limit_lock or DailyLimitLock(lock_timeout),
+            audit,
+            transfer_writes or write_transfer,
         ),
         # The rails take no application lock: their waits are the key's, the tail's and the
         # rows', Database__LockTimeoutSeconds, which every connection already has.

@@ -89,8 +89,17 @@ class ValidationFailed(BadRequest):
     title = "The request body is not valid."
     member_types: ClassVar[Mapping[str, MemberType]] = {"errors": "field-errors"}
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(errors=[{"field": field, "message": message}])
+    def __init__(
+        self,
+        field: str = "body",
+        message: str = "invalid",
+        *,
+        title: str | None = None,
+        errors: list[dict[str, str]] | None = None,
+    ) -> None:
+        """One named field (or, as `errors`, several); `title` when the fault is no body's
+        (a header's)."""
+        super().__init__(title=title, errors=errors or [{"field": field, "message": message}])
 
 
 class Unauthenticated(DomainError):

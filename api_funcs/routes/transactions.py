@@ -142,12 +142,9 @@ def _idempotency_key(request: Request) -> str:
 
 
 def _bad_key(message: str) -> DomainError:
-    # VALIDATION_FAILED's shape, titled for the header (the body may be fine).
-    return DomainError(
-        "VALIDATION_FAILED",
-        "The Idempotency-Key header is not valid.",
-        status=400,
-        errors=[{"field": "Idempotency-Key", "message": message}],
+    # Titled for the header (the body may be fine).
+    return ValidationFailed(
+        "Idempotency-Key", message, title="The Idempotency-Key header is not valid."
     )
 
 

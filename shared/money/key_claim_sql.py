@@ -29,11 +29,13 @@ idle-in-transaction timeout and keepalives, set there too.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import BindParameter, TextClause, bindparam, text
 from sqlalchemy.types import TypeEngine
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import IdempotencyRecord
 
 _COLUMNS = IdempotencyRecord.__table__.c
@@ -97,14 +99,15 @@ def sqlite_claim() -> TextClause:
     return _typed(_SQLITE_CLAIM)
 
 
+_CLAIMS: dict[DialectName, Callable[[], TextClause]] = {
+    "postgresql": postgresql_claim,
+    "mssql": mssql_claim,
+    "sqlite": sqlite_claim,
+}
+
+
 def claim_statement(dialect: str) -> TextClause:
-    if dialect == "postgresql":
-        return postgresql_claim()
-    if dialect == "mssql":
-        return mssql_claim()
-    if dialect == "sqlite":
-        return sqlite_claim()
-    raise ValueError(f"no key claim for dialect {dialect!r}")
+    return for_dialect(dialect, _CLAIMS, what="key claim")()
 
 
 def bounds(dialect: str) -> dict[str, str]:

@@ -1,54 +1,82 @@
 """The external transfer's writes after the audit chain's tail lock, and the ONE module holding
-their SQL, one function per dialect (docs/database.md).
+their SQL (docs/database.md).
 
 Every transfer and every audited save of the .NET API serialises on the tail lock, so the bank's
 transfer rate is bounded by how long one transfer holds it: one round trip per statement under
 it is one network latency per statement for everybody. So, once the tail is locked and read (its
 hash chained into the new row in Python), every write goes in ONE round trip, then the commit:
 
-    the audit row and the tail moved onto it
     both balances, each conditional on the concurrency token read before (`Version` = seen)
     the TransferOut and TransferIn ledger rows
     the authorization spent, conditional on Pending and unexpired (of two spends one loses)
+    the audit row and the tail moved onto it
     the idempotency record completed: the row this transaction's claim inserted
 
-    PostgreSQL  one statement of data-modifying CTEs; its SELECT returns how many rows the
-                conditional writes matched
+The writes are written once, as SQLAlchemy Core statements over the schema's tables (`_WRITES`),
+and their bound values once, in `_BOUND` (name, the column that types it, where its value comes
+from). Each dialect sends them its own way (`write_transfer` picks):
+
+    PostgreSQL  the same statements as data-modifying CTEs of one SELECT, which returns how many
+                rows the conditional writes matched
     SQL Server  one batch (SET NOCOUNT ON, so its one result set is the final SELECT of the same
-                counts, each read from @@ROWCOUNT after its write)
+                counts, each read from @@ROWCOUNT after its write): the one hand-written text,
+                since SQLAlchemy has no DML CTEs and no batch variables for SQL Server
     SQLite      one statement per write (one writer at a time: nobody waits on this transaction's
                 round trips but its own host), stopping at the first conditional write that loses
 
 Nothing here decides: the caller reads the counts (`WriteOutcome`) and raises — a lost race or
 a lost spend — and its unit of work rolls the whole transaction back, so a write
 that half-applied is never committed (only the boundary commits: docs/architecture.md#house-rules).
+The statements are built once: they run under the tail lock, where their build would cost every
+transfer of the bank.
 """
 
 from __future__ import annotations
 
-import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any, cast
 
-from sqlalchemy import BindParameter, TextClause, bindparam, text, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Insert,
+    Select,
+    Table,
+    TextClause,
+    Update,
+    bindparam,
+    false,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import ColumnElement
 
-from shared.audit.chain import SealedAuditRow, write_sealed
+from shared.audit.chain import SealedAuditRow
+from shared.audit.tail_sql import TAIL_ID
+from shared.db.dialects import DialectName, for_dialect
+from shared.db.prebuilt import prebuilt
 from shared.db.schema import (
     Account,
+    AuditChainTail,
     AuditEvent,
     AuthorizationStatus,
     IdempotencyRecord,
+    IdempotencyState,
     Transaction,
+    TransactionStatus,
     TransactionType,
     TransferAuthorization,
 )
 from shared.db.writes import rows_matched
-from shared.money.accounts import balance_update, post_entry
-from shared.money.idempotency import SuccessRecord, store_success
+from shared.money.idempotency import SuccessRecord
 
 
 @dataclass(frozen=True)
@@ -87,107 +115,191 @@ class WriteOutcome:
     spent: int
 
 
-# The bound values of the one-round-trip forms, by name, each typed by the column it is written
-# to or compared with, so money, instants, ids and hashes bind as every other write binds them.
-_PARAMETER_COLUMNS: dict[str, ColumnElement[object]] = {
-    "first_account_id": Account.__table__.c.Id,
-    "first_version": Account.__table__.c.Version,
-    "first_balance": Account.__table__.c.Balance,
-    "second_account_id": Account.__table__.c.Id,
-    "second_version": Account.__table__.c.Version,
-    "second_balance": Account.__table__.c.Balance,
-    "transaction_id": Transaction.__table__.c.Id,
-    "transfer_in_id": Transaction.__table__.c.Id,
-    "sender_id": Transaction.__table__.c.AccountId,
-    "receiver_id": Transaction.__table__.c.AccountId,
-    "amount": Transaction.__table__.c.Amount,
-    "recipient_azure_tag": Transaction.__table__.c.RecipientAzureTag,
-    "now": Transaction.__table__.c.CreatedAt,
-    "authorization_id": TransferAuthorization.__table__.c.Id,
-    "audit_id": AuditEvent.__table__.c.Id,
-    "audit_sequence": AuditEvent.__table__.c.Sequence,
-    "audit_payload_version": AuditEvent.__table__.c.PayloadVersion,
-    "audit_actor_user_id": AuditEvent.__table__.c.ActorUserId,
-    "audit_event": AuditEvent.__table__.c.Event,
-    "audit_occurred_at": AuditEvent.__table__.c.OccurredAt,
-    "audit_details": AuditEvent.__table__.c.Details,
-    "audit_previous_hash": AuditEvent.__table__.c.PreviousHash,
-    "audit_row_hash": AuditEvent.__table__.c.RowHash,
-    "record_id": IdempotencyRecord.__table__.c.Id,
-    "response_status": IdempotencyRecord.__table__.c.ResponseStatus,
-    "response_body": IdempotencyRecord.__table__.c.ResponseBody,
-    "completed_at": IdempotencyRecord.__table__.c.CompletedAt,
-}
+# What writes a transfer's rows: the dialect's one round trip (`write_transfer`), or another
+# form a bench or a test hands the service through the composition root.
+TransferWriter = Callable[[Session, TransferWrites], WriteOutcome]
 
-_PENDING = AuthorizationStatus.PENDING.value
-_SPENT = AuthorizationStatus.SPENT.value
+_accounts = cast(Table, Account.__table__)
+_ledger = cast(Table, Transaction.__table__)
+_authorizations = cast(Table, TransferAuthorization.__table__)
+_audit = cast(Table, AuditEvent.__table__)
+_tail = cast(Table, AuditChainTail.__table__)
+_records = cast(Table, IdempotencyRecord.__table__)
+
+# Every bound value, once: its name, the column it is written to or compared with (so money,
+# instants, ids and hashes bind as every other write binds them), and where it comes from.
+_BOUND: tuple[tuple[str, ColumnElement[Any], Callable[[TransferWrites], object]], ...] = (
+    ("first_account_id", _accounts.c.Id, lambda w: w.balances[0].account_id),
+    ("first_version", _accounts.c.Version, lambda w: w.balances[0].seen_version),
+    ("first_balance", _accounts.c.Balance, lambda w: w.balances[0].balance),
+    ("second_account_id", _accounts.c.Id, lambda w: w.balances[1].account_id),
+    ("second_version", _accounts.c.Version, lambda w: w.balances[1].seen_version),
+    ("second_balance", _accounts.c.Balance, lambda w: w.balances[1].balance),
+    ("transaction_id", _ledger.c.Id, lambda w: w.transaction_id),
+    ("transfer_in_id", _ledger.c.Id, lambda w: w.transfer_in_id),
+    ("sender_id", _ledger.c.AccountId, lambda w: w.sender_id),
+    ("receiver_id", _ledger.c.AccountId, lambda w: w.receiver_id),
+    ("amount", _ledger.c.Amount, lambda w: w.amount),
+    ("recipient_azure_tag", _ledger.c.RecipientAzureTag, lambda w: w.recipient_azure_tag),
+    ("now", _ledger.c.CreatedAt, lambda w: w.now),
+    ("authorization_id", _authorizations.c.Id, lambda w: w.authorization_id),
+    ("audit_id", _audit.c.Id, lambda w: w.audit.id),
+    ("audit_sequence", _audit.c.Sequence, lambda w: w.audit.sequence),
+    ("audit_payload_version", _audit.c.PayloadVersion, lambda w: w.audit.payload_version),
+    ("audit_actor_user_id", _audit.c.ActorUserId, lambda w: w.audit.actor_user_id),
+    ("audit_event", _audit.c.Event, lambda w: w.audit.event),
+    ("audit_occurred_at", _audit.c.OccurredAt, lambda w: w.audit.occurred_at),
+    ("audit_details", _audit.c.Details, lambda w: w.audit.details),
+    ("audit_previous_hash", _audit.c.PreviousHash, lambda w: w.audit.previous_hash),
+    ("audit_row_hash", _audit.c.RowHash, lambda w: w.audit.row_hash),
+    ("record_id", _records.c.Id, lambda w: w.success.record_id),
+    ("response_status", _records.c.ResponseStatus, lambda w: w.success.status),
+    ("response_body", _records.c.ResponseBody, lambda w: w.success.body),
+    ("completed_at", _records.c.CompletedAt, lambda w: w.success.completed_at),
+)
+_TYPED = {name: column.type for name, column, _ in _BOUND}
 
 
-def _typed(sql: str) -> TextClause:
-    binds: list[BindParameter[object]] = [
-        bindparam(name, type_=column.type) for name, column in _PARAMETER_COLUMNS.items()
-    ]
-    return text(sql).bindparams(*binds)
+def parameters(writes: TransferWrites) -> dict[str, object]:
+    """The bound values of the writes, by name."""
+    return {name: value(writes) for name, _, value in _BOUND}
+
+
+def _p(name: str) -> BindParameter[Any]:
+    return bindparam(name, type_=_TYPED[name])
+
+
+def _balance(which: str) -> Update:
+    return (
+        update(_accounts)
+        .where(
+            _accounts.c.Id == _p(f"{which}_account_id"),
+            _accounts.c.Version == _p(f"{which}_version"),
+            _accounts.c.IsDeleted == false(),
+        )
+        .values(Balance=_p(f"{which}_balance"), Version=_accounts.c.Version + 1)
+    )
+
+
+def _ledger_rows() -> Insert:
+    completed = TransactionStatus.COMPLETED.value
+    return insert(_ledger).values(
+        [
+            {
+                "Id": _p("transaction_id"),
+                "AccountId": _p("sender_id"),
+                "Type": TransactionType.TRANSFER_OUT.value,
+                "Amount": _p("amount"),
+                "Status": completed,
+                "RecipientAzureTag": _p("recipient_azure_tag"),
+                "CounterpartyAccountId": _p("receiver_id"),
+                "CreatedAt": _p("now"),
+            },
+            {
+                "Id": _p("transfer_in_id"),
+                "AccountId": _p("receiver_id"),
+                "Type": TransactionType.TRANSFER_IN.value,
+                "Amount": _p("amount"),
+                "Status": completed,
+                "RecipientAzureTag": None,
+                "CounterpartyAccountId": _p("sender_id"),
+                "CreatedAt": _p("now"),
+            },
+        ]
+    )
+
+
+def _spend() -> Update:
+    return (
+        update(_authorizations)
+        .where(
+            _authorizations.c.Id == _p("authorization_id"),
+            _authorizations.c.Status == AuthorizationStatus.PENDING.value,
+            _authorizations.c.ExpiresAt > _p("now"),
+        )
+        .values(
+            Status=AuthorizationStatus.SPENT.value,
+            SpentAt=_p("now"),
+            TransactionId=_p("transaction_id"),
+        )
+    )
+
+
+def _audit_row() -> Insert:
+    return insert(_audit).values(
+        Id=_p("audit_id"),
+        Sequence=_p("audit_sequence"),
+        PayloadVersion=_p("audit_payload_version"),
+        ActorUserId=_p("audit_actor_user_id"),
+        Event=_p("audit_event"),
+        OccurredAt=_p("audit_occurred_at"),
+        Details=_p("audit_details"),
+        PreviousHash=_p("audit_previous_hash"),
+        RowHash=_p("audit_row_hash"),
+    )
+
+
+def _tail_moved() -> Update:
+    return (
+        update(_tail)
+        .where(_tail.c.Id == TAIL_ID)
+        .values(LastSequence=_p("audit_sequence"), LastHash=_p("audit_row_hash"))
+    )
+
+
+def _stored() -> Update:
+    # The row this transaction's claim inserted: nobody else can see it, so no guard.
+    return (
+        update(_records)
+        .where(_records.c.Id == _p("record_id"))
+        .values(
+            State=IdempotencyState.COMPLETED.value,
+            ResponseStatus=_p("response_status"),
+            ResponseBody=_p("response_body"),
+            CompletedAt=_p("completed_at"),
+        )
+    )
+
+
+@prebuilt
+def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
+    """Every write in the batch's order: its name, its statement, whether the caller judges how
+    many rows it matched."""
+    return (
+        ("first_balance", _balance("first"), True),
+        ("second_balance", _balance("second"), True),
+        ("ledger", _ledger_rows(), False),
+        ("spend", _spend(), True),
+        ("audit", _audit_row(), False),
+        ("tail", _tail_moved(), False),
+        ("stored", _stored(), False),
+    )
+
+
+@prebuilt
+def postgresql_transfer_write() -> Select[tuple[int, int]]:
+    """PostgreSQL: one statement. Every sub-statement of a WITH runs exactly once, to completion,
+    on the statement's one snapshot; a conditional UPDATE that meets a row another transaction
+    changed re-checks its WHERE against the committed row (READ COMMITTED), so a token that
+    moved matches nothing, as a standalone UPDATE would. The CTEs are written in the batch's
+    order, the balances first, which takes the two rows' locks in that order."""
+    ctes = {
+        name: (write.returning(literal_column("1")) if judged else write).cte(name)
+        for name, write, judged in _writes()
+    }
+
+    def count(name: str) -> Any:
+        return select(func.count()).select_from(ctes[name]).scalar_subquery()
+
+    return select(
+        (count("first_balance") + count("second_balance")).label("balances"),
+        count("spend").label("spent"),
+    ).add_cte(*ctes.values())
 
 
 # The statuses are the schema's enums, as literals (the compile tests hold them to the enums):
 # TransactionType TransferOut / TransferIn, TransactionStatus Completed, AuthorizationStatus
 # Pending → Spent, IdempotencyState Completed; the tail is row 1 (tail_sql.TAIL_ID).
-_POSTGRESQL_WRITES = """WITH first_balance AS (
-    UPDATE "Accounts" SET "Balance" = :first_balance, "Version" = "Version" + 1
-    WHERE "Id" = :first_account_id AND "Version" = :first_version AND "IsDeleted" = false
-    RETURNING 1
-),
-second_balance AS (
-    UPDATE "Accounts" SET "Balance" = :second_balance, "Version" = "Version" + 1
-    WHERE "Id" = :second_account_id AND "Version" = :second_version AND "IsDeleted" = false
-    RETURNING 1
-),
-ledger AS (
-    INSERT INTO "Transactions" ("Id", "AccountId", "Type", "Amount", "Status",
-        "RecipientAzureTag", "CounterpartyAccountId", "CreatedAt")
-    VALUES (:transaction_id, :sender_id, 'TransferOut', :amount, 'Completed',
-            :recipient_azure_tag, :receiver_id, :now),
-           (:transfer_in_id, :receiver_id, 'TransferIn', :amount, 'Completed',
-            NULL, :sender_id, :now)
-),
-spend AS (
-    UPDATE "TransferAuthorizations"
-    SET "Status" = 'Spent', "SpentAt" = :now, "TransactionId" = :transaction_id
-    WHERE "Id" = :authorization_id AND "Status" = 'Pending' AND "ExpiresAt" > :now
-    RETURNING 1
-),
-audit AS (
-    INSERT INTO "AuditEvents" ("Id", "Sequence", "PayloadVersion", "ActorUserId", "Event",
-        "OccurredAt", "Details", "PreviousHash", "RowHash")
-    VALUES (:audit_id, :audit_sequence, :audit_payload_version, :audit_actor_user_id,
-            :audit_event, :audit_occurred_at, :audit_details, :audit_previous_hash,
-            :audit_row_hash)
-),
-tail AS (
-    UPDATE "AuditChainTail" SET "LastSequence" = :audit_sequence, "LastHash" = :audit_row_hash
-    WHERE "Id" = 1
-),
-stored AS (
-    UPDATE "IdempotencyRecords"
-    SET "State" = 'Completed', "ResponseStatus" = :response_status,
-        "ResponseBody" = :response_body, "CompletedAt" = :completed_at
-    WHERE "Id" = :record_id
-)
-SELECT (SELECT count(*) FROM first_balance) + (SELECT count(*) FROM second_balance) AS balances,
-       (SELECT count(*) FROM spend) AS spent"""
-
-
-@functools.cache
-def postgresql_transfer_write() -> TextClause:
-    """PostgreSQL: one statement. Every sub-statement of a WITH runs exactly once, to completion,
-    on the statement's one snapshot; a conditional UPDATE that meets a row another transaction
-    changed re-checks its WHERE against the committed row (READ COMMITTED), so a token that
-    moved matches nothing, as a standalone UPDATE would. The SELECT reads the balance CTEs
-    first, then second, which takes the two rows' locks in that order."""
-    return _typed(_POSTGRESQL_WRITES)
-
-
 _MSSQL_WRITES = """SET NOCOUNT ON;
 DECLARE @balances int, @spent int;
 UPDATE [Accounts] SET [Balance] = :first_balance, [Version] = [Version] + 1
@@ -221,124 +333,46 @@ SELECT @balances AS balances, @spent AS spent;
 """
 
 
-@functools.cache
+@prebuilt
 def mssql_transfer_write() -> TextClause:
     """SQL Server: one batch, the writes in order (rows in the balances' order, after the tail
     this transaction already holds under UPDLOCK). SET NOCOUNT ON leaves the final SELECT as the
     batch's only result set; an error in any statement reaches the driver before that result,
     so the caller sees it and rolls back."""
-    return _typed(_MSSQL_WRITES)
+    return text(_MSSQL_WRITES).bindparams(*(_p(name) for name in _TYPED))
 
 
-def parameters(writes: TransferWrites) -> dict[str, object]:
-    """The bound values of the one-round-trip forms."""
-    first, second = writes.balances
-    audit = writes.audit
-    values: dict[str, object] = {
-        "first_account_id": first.account_id,
-        "first_version": first.seen_version,
-        "first_balance": first.balance,
-        "second_account_id": second.account_id,
-        "second_version": second.seen_version,
-        "second_balance": second.balance,
-        "transaction_id": writes.transaction_id,
-        "transfer_in_id": writes.transfer_in_id,
-        "sender_id": writes.sender_id,
-        "receiver_id": writes.receiver_id,
-        "amount": writes.amount,
-        "recipient_azure_tag": writes.recipient_azure_tag,
-        "now": writes.now,
-        "authorization_id": writes.authorization_id,
-        "audit_id": audit.id,
-        "audit_sequence": audit.sequence,
-        "audit_payload_version": audit.payload_version,
-        "audit_actor_user_id": audit.actor_user_id,
-        "audit_event": audit.event,
-        "audit_occurred_at": audit.occurred_at,
-        "audit_details": audit.details,
-        "audit_previous_hash": audit.previous_hash,
-        "audit_row_hash": audit.row_hash,
-        "record_id": writes.success.record_id,
-        "response_status": writes.success.status,
-        "response_body": writes.success.body,
-        "completed_at": writes.success.completed_at,
-    }
-    return values
-
-
-def _one_round_trip(
-    session: Session, statement: TextClause, writes: TransferWrites
+def _round_trip(
+    session: Session, statement: Select[tuple[int, int]] | TextClause, writes: TransferWrites
 ) -> WriteOutcome:
     balances, spent = session.execute(statement, parameters(writes)).one()
     return WriteOutcome(int(balances), int(spent))
 
 
 def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOutcome:
-    """SQLite's form, dialect-neutral: each write its own statement, in the order of the SQL
-    Server batch, stopping at the first conditional write that matched nothing (the caller rolls
-    back). Also the bench's baseline on PostgreSQL: the writes at one round trip each."""
-    write_sealed(session, writes.audit)
-    balances = 0
-    for write in writes.balances:
-        written = balance_update(write.account_id, write.seen_version, write.balance)
-        if rows_matched(session, written) != 1:
-            return WriteOutcome(balances, 0)
-        balances += 1
-    _post_ledger_rows(session, writes)
-    spent = _spend(session, writes)
-    if spent == 1:
-        store_success(session, writes.success)
-    return WriteOutcome(balances, spent)
+    """SQLite's form, dialect-neutral: the same writes, each its own statement, in the batch's
+    order, stopping at the first conditional write that matched nothing (the caller rolls
+    back). On a server, the writes at one round trip each: the bench's baseline."""
+    values = parameters(writes)
+    matched = {"first_balance": 0, "second_balance": 0, "spend": 0}
+    for name, write, judged in _writes():
+        if not judged:
+            session.execute(write, values)
+        elif rows_matched(session, cast(Update, write), values) == 1:
+            matched[name] = 1
+        else:
+            break
+    return WriteOutcome(matched["first_balance"] + matched["second_balance"], matched["spend"])
 
 
-def _post_ledger_rows(session: Session, writes: TransferWrites) -> None:
-    """The sender's TransferOut row and the payee's TransferIn row."""
-    post_entry(
-        session,
-        entry_id=writes.transaction_id,
-        account_id=writes.sender_id,
-        type_=TransactionType.TRANSFER_OUT,
-        amount=writes.amount,
-        created_at=writes.now,
-        recipient_azure_tag=writes.recipient_azure_tag,
-        counterparty_account_id=writes.receiver_id,
-    )
-    post_entry(
-        session,
-        entry_id=writes.transfer_in_id,
-        account_id=writes.receiver_id,
-        type_=TransactionType.TRANSFER_IN,
-        amount=writes.amount,
-        created_at=writes.now,
-        counterparty_account_id=writes.sender_id,
-    )
+_WRITERS: dict[DialectName, TransferWriter] = {
+    "postgresql": lambda session, writes: _round_trip(session, postgresql_transfer_write(), writes),
+    "mssql": lambda session, writes: _round_trip(session, mssql_transfer_write(), writes),
+    "sqlite": one_statement_per_write,
+}
 
 
-def _spend(session: Session, writes: TransferWrites) -> int:
-    """The conditional spend: rows matched, 1 while the authorization is Pending and unexpired."""
-    return rows_matched(
-        session,
-        update(TransferAuthorization)
-        .where(
-            TransferAuthorization.Id == writes.authorization_id,
-            TransferAuthorization.Status == _PENDING,
-            TransferAuthorization.ExpiresAt > writes.now,
-        )
-        .values(Status=_SPENT, SpentAt=writes.now, TransactionId=writes.transaction_id)
-        .execution_options(synchronize_session=False),
-    )
-
-
-def write_transfer(
-    session: Session, writes: TransferWrites, *, one_round_trip: bool = True
-) -> WriteOutcome:
+def write_transfer(session: Session, writes: TransferWrites) -> WriteOutcome:
     """Every write after the tail lock, in one round trip where the server allows it; the
-    caller judges the outcome. `one_round_trip=False` is the bench's baseline only."""
-    dialect = session.get_bind().dialect.name
-    if one_round_trip and dialect == "postgresql":
-        return _one_round_trip(session, postgresql_transfer_write(), writes)
-    if one_round_trip and dialect == "mssql":
-        return _one_round_trip(session, mssql_transfer_write(), writes)
-    if dialect in ("sqlite", "postgresql", "mssql"):
-        return one_statement_per_write(session, writes)
-    raise ValueError(f"no transfer write for dialect {dialect!r}")
+    caller judges the outcome."""
+    return for_dialect(session, _WRITERS, what="transfer write")(session, writes)

@@ -53,7 +53,7 @@ from shared.money.refusals import (
     PayeeInvalid,
 )
 from shared.money.retry import LostRace
-from shared.money.transfer_write_sql import BalanceWrite, TransferWrites, write_transfer
+from shared.money.transfer_write_sql import BalanceWrite, TransferWriter, TransferWrites
 
 if TYPE_CHECKING:
     from shared.audit.chain import SealedAuditRow
@@ -91,17 +91,16 @@ class TransferService:
         limit: DailyOutflowLimit,
         lock: DailyLimitLock,
         audit: AuditAppender,
-        *,
-        one_round_trip: bool = True,
+        writes: TransferWriter,
     ) -> None:
-        """`one_round_trip=False` (every write its own statement under the tail lock) exists
-        for the bench's baseline only."""
+        """`writes` sends the writes after the tail lock (`transfer_write_sql.write_transfer`,
+        the dialect's one round trip, as the composition root passes)."""
         self._engine = engine
         self._clock = clock
         self._limit = limit
         self._lock = lock
         self._audit = audit
-        self._one_round_trip = one_round_trip
+        self._writes = writes
 
     def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
         """The transfer of `order` by `claim`'s user, at most once per key: its answer, or the
@@ -156,7 +155,7 @@ class TransferService:
         # Every round trip from the tail lock to the commit is paid by every transfer of the
         # bank, all waiting for the tail: the writes go in one (transfer_write_sql).
         writes = _transfer_writes(order, receipt, (sender, receiver), audit_row, success)
-        outcome = write_transfer(session, writes, one_round_trip=self._one_round_trip)
+        outcome = self._writes(session, writes)
         # Judged in the order of the writes; whatever half-applied rolls back with the attempt,
         # the audit row too (successes only, ADR-0044).
         if outcome.balances != 2:

@@ -44,14 +44,21 @@ from shared.db.uow import unit_of_work
 from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.idempotency import Answer, IdempotencyClaim, request_hash
-from shared.money.transfers import TransferOrder, TransferReceipt, TransferService
+from shared.money.transfer_write_sql import (
+    TransferWriter,
+    one_statement_per_write,
+    write_transfer,
+)
+from shared.money.transfers import TransferOrder, TransferReceipt
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import Bank, open_bank, unique_key
 
 pytestmark = pytest.mark.postgres
 
 write_forms = pytest.mark.parametrize(
-    "one_round_trip", [True, False], ids=["one-round-trip", "one-statement-per-write"]
+    "writes",
+    [write_transfer, one_statement_per_write],
+    ids=["one-round-trip", "one-statement-per-write"],
 )
 
 
@@ -71,21 +78,19 @@ class Written:
 
 
 class Scene:
-    """Alice pays Bob 10 of her 100 under one key, on a service with the write form under test;
+    """Alice pays Bob 10 of her 100 under one key, on a service with the writes under test;
     `interfere` runs once, after the first attempt's reads, before the tail and the writes."""
 
-    def __init__(self, bank: Bank, one_round_trip: bool) -> None:
+    def __init__(self, bank: Bank, writes: TransferWriter) -> None:
         self.bank = bank
         self.engine = get_engine(bank.db_url)
-        self.services = bootstrap(bank.settings, self.engine, bank.clock)
-        self.transfers = TransferService(
+        self.transfers = bootstrap(
+            bank.settings,
             self.engine,
             bank.clock,
-            self.services.limit,
-            DailyLimitLock(10),
-            self.services.require_audit_chain(),
-            one_round_trip=one_round_trip,
-        )
+            daily_limit_lock=DailyLimitLock(10),
+            transfer_writes=writes,
+        ).transfers
         self.alice, self.bob = bank.customer(balance=100), bank.customer()
         self.auth = uuid.UUID(bank.authorize(self.alice, 10, self.bob))
         self.key = unique_key()
@@ -150,12 +155,12 @@ def _rows(session: Session, condition: ColumnElement[bool]) -> int:
 
 @write_forms
 def test_a_token_that_moved_before_the_write_is_a_lost_race_and_the_retry_writes_once(
-    fresh_postgres_url: str, one_round_trip: bool
+    fresh_postgres_url: str, writes: TransferWriter
 ) -> None:
     """A writer of the payer's account committed after our read: the balance write matches no
     row, the attempt rolls back whole and runs again on fresh rows; one transfer is written."""
     with open_bank(fresh_postgres_url) as bank:
-        scene = Scene(bank, one_round_trip)
+        scene = Scene(bank, writes)
         tail_before = scene.tail_now()
         answer = scene.pay(
             lambda: scene.meanwhile(
@@ -180,13 +185,13 @@ def test_a_token_that_moved_before_the_write_is_a_lost_race_and_the_retry_writes
 
 @write_forms
 def test_a_spend_lost_before_the_write_refuses_and_leaves_nothing_of_the_round_trip(
-    fresh_postgres_url: str, one_round_trip: bool
+    fresh_postgres_url: str, writes: TransferWriter
 ) -> None:
     """Another spend of the authorization won meanwhile: ours matches no row and answers 401
     AUTHORIZATION_INVALID; the balances, the ledger, the audit row and the tail the same round
     trip wrote are rolled back, and the refusal is not stored."""
     with open_bank(fresh_postgres_url) as bank:
-        scene = Scene(bank, one_round_trip)
+        scene = Scene(bank, writes)
         tail_before = scene.tail_now()
         with pytest.raises(DomainError) as refused:
             scene.pay(
@@ -212,14 +217,14 @@ def test_a_spend_lost_before_the_write_refuses_and_leaves_nothing_of_the_round_t
 
 @write_forms
 def test_a_duplicate_arriving_before_the_write_waits_on_the_key_and_replays_ours(
-    fresh_postgres_url: str, one_round_trip: bool
+    fresh_postgres_url: str, writes: TransferWriter
 ) -> None:
     """ADR-0009: the key is the transaction's from its first statement. The same request, sent
     again while ours is between its reads and its writes, passes the pre-check (nothing is
     committed yet), waits on the key's uncommitted row, and once ours commits answers our stored
     success; the money moves once."""
     with open_bank(fresh_postgres_url) as bank:
-        scene = Scene(bank, one_round_trip)
+        scene = Scene(bank, writes)
         tail_before = scene.tail_now()
         duplicate: dict[str, Any] = {}
 
