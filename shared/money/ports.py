@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-# Re-exported while shared/money/transfers.py and rails.py still import it from here.
-from shared.audit.appender import AuditAppender as AuditAppender
-
 
 class PinCheck(Protocol):
     def __call__(self, user_id: str, pin: str | None) -> None:

@@ -16,6 +16,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from shared.audit.appender import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work
@@ -28,7 +29,6 @@ from shared.money.idempotency import (
     run_keyed,
     store_success,
 )
-from shared.money.ports import AuditAppender
 from shared.money.refusals import InsufficientFunds
 
 INTERNAL_TRANSFER_COMPLETED = "InternalTransferCompleted"

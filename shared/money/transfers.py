@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, NoReturn
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from shared.audit.appender import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import AuthorizationStatus, TransferAuthorization
 from shared.db.uow import one_read
@@ -44,7 +45,6 @@ from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, SuccessRecord, run_keyed
 from shared.money.payees import Payee
-from shared.money.ports import AuditAppender
 from shared.money.precheck import pre_check
 from shared.money.refusals import (
     AuthorizationExpired,
