@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import azure.functions as func
 
+from api_funcs.long_lived import long_lived_build
+
 if TYPE_CHECKING:
     from shared.bootstrap import Host
 
@@ -56,11 +58,12 @@ def blueprint(host: Host) -> func.Blueprint:
     def asgi() -> func.AsgiMiddleware:
         # Built on the first request, never at import: a cold instance indexes its Functions
         # without importing FastAPI, the routes or the ORM (bench/cold_start.py).
-        from api_funcs.app import create_app
-        from api_funcs.context import AppContext
+        with long_lived_build():
+            from api_funcs.app import create_app
+            from api_funcs.context import AppContext
 
-        context = AppContext(host.settings, host.services, "function", host.telemetry)
-        return func.AsgiMiddleware(create_app(context))
+            context = AppContext(host.settings, host.services, "function", host.telemetry)
+            return func.AsgiMiddleware(create_app(context))
 
     bp = func.Blueprint()
     for op in (*OPERATIONS, *PAGES):
