@@ -25,7 +25,11 @@ _CODE = textwrap.dedent(
     gc.collect()
     gc.freeze()
     collections = []
-    gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
     seen = {}
 
     def record(step):
