@@ -74,6 +74,15 @@ def builds() -> dict[str, Any]:
     return result
 
 
+def test_indexing_builds_the_settings_and_functions_without_a_collection_and_freezes_them(
+    builds: dict[str, Any],
+) -> None:
+    indexing = builds["indexing"]
+    assert indexing["collections"] == 0
+    assert indexing["enabled"] is True
+    assert indexing["frozen"] > builds["worker"]["frozen"]
+
+
 def test_the_first_request_builds_the_app_without_a_collection_and_freezes_it(
     builds: dict[str, Any],
 ) -> None:

@@ -29,6 +29,8 @@ NEVER = (
     "shared.notices.render",
     "opentelemetry.sdk",
     "azure.monitor.opentelemetry",
+    # The settings are one pydantic model read from the environment by shared.settings itself.
+    "pydantic_settings",
 )
 # Needed by the first request, not by indexing (the host's settings check at start included).
 FIRST_REQUEST = (
