@@ -1,8 +1,9 @@
 """A cold Functions instance builds what lives for the process without the cyclic collector
-walking it: its settings check and Functions at indexing, the FastAPI app on the first request
-(api_funcs/long_lived.py). Not timed (bench/cold_start.py measures); this pins that no collection
-runs during either build, that the collector is on again after each, and that what they built is
-frozen, so a later collection walks only what requests allocate."""
+walking it: its settings check and Functions at indexing, the FastAPI app on the first request,
+the host's services on the first request that reads one (api_funcs/long_lived.py). Not timed
+(bench/cold_start.py measures); this pins that no full collection runs during those builds, that
+the collector is on again after each, and that what they built is frozen, so a later collection
+walks only what requests allocate."""
 
 from __future__ import annotations
 
@@ -43,13 +44,16 @@ _CODE = textwrap.dedent(
     record("indexing")
     functions = {f.get_function_name(): f for f in function_app.app.get_functions()}
 
-    def health():
-        request = func.HttpRequest(method="GET", url="http://localhost/api/health",
-                                   headers={}, body=b"", route_params={})
-        return asyncio.run(functions["health"].get_user_function()(request, None)).status_code
+    def call(name, headers):
+        request = func.HttpRequest(method="GET", url="http://localhost/api/" + name,
+                                   headers=headers, body=b"", route_params={})
+        return asyncio.run(functions[name].get_user_function()(request, None)).status_code
 
-    seen["status"] = health()
+    seen["health_status"] = call("health", {})
     record("first_health")
+    # A refused token still composes the host's services (the verifier is one of them).
+    seen["accounts_status"] = call("accounts", {"Authorization": "Bearer not-a-token"})
+    record("first_accounts")
     garbage = [[] for _ in range(5000)]
     for pair in zip(garbage, garbage[1:]):
         pair[0].append(pair[1])
@@ -86,7 +90,7 @@ def test_indexing_builds_the_settings_and_functions_without_a_collection_and_fre
 def test_the_first_request_builds_the_app_without_a_collection_and_freezes_it(
     builds: dict[str, Any],
 ) -> None:
-    assert builds["status"] == 200
+    assert builds["health_status"] == 200
     first = builds["first_health"]
     # The build alone ran ~160 collections, one of them full, before it was paused; what is left
     # are the request's own young collections after the build.
@@ -94,6 +98,16 @@ def test_the_first_request_builds_the_app_without_a_collection_and_freezes_it(
     assert first["collections"] < 10
     assert first["enabled"] is True
     assert first["frozen"] > builds["indexing"]["frozen"]
+
+
+def test_the_first_request_that_reads_the_services_composes_them_paused_and_freezes_them(
+    builds: dict[str, Any],
+) -> None:
+    assert builds["accounts_status"] == 401
+    first = builds["first_accounts"]
+    assert first["full"] == 0
+    assert first["enabled"] is True
+    assert first["frozen"] > builds["first_health"]["frozen"]
 
 
 def test_the_collector_runs_again_for_what_requests_allocate(builds: dict[str, Any]) -> None:
