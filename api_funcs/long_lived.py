@@ -1,4 +1,4 @@
-"""A cold instance's one-time build with the cyclic garbage collector paused, then frozen.
+"""A cold instance's one-time builds with the cyclic garbage collector paused, then frozen.
 
 Building the app imports a few hundred modules and defines thousands of classes and functions,
 all of them alive for the process. The generational collector runs every 700 allocations and,
@@ -13,17 +13,31 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
+
+# Builds may overlap (two first requests on the worker's threads): the collector is paused by the
+# first to start and set back by the last to end, never by one while another still builds.
+_lock = threading.Lock()
+_building = 0
+_was_enabled = False
 
 
 @contextlib.contextmanager
 def long_lived_build() -> Iterator[None]:
-    """Run a one-time build without collections; freeze what exists after it."""
-    enabled = gc.isenabled()
-    gc.disable()
+    """Run a one-time build without collections; freeze what exists once the last build ends."""
+    global _building, _was_enabled
+    with _lock:
+        if _building == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _building += 1
     try:
         yield
     finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+        with _lock:
+            _building -= 1
+            if _building == 0:
+                gc.freeze()
+                if _was_enabled:
+                    gc.enable()
