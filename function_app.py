@@ -5,13 +5,17 @@ the one Host's services are composed on the first request or tick, for both blue
 
 import azure.functions as func
 
-import relay_func
-from api_funcs import functions as http_functions
-from api_funcs.telemetry import host_telemetry
-from shared.bootstrap import Host
-from shared.settings import load_settings
+from api_funcs.long_lived import long_lived_build
 
-host = Host("function", load_settings(), telemetry=host_telemetry())
-app = func.FunctionApp()
-app.register_functions(http_functions.blueprint(host))
-app.register_functions(relay_func.blueprint(host))
+# What indexing builds lives for the process: built without the collector's walks, then frozen.
+with long_lived_build():
+    import relay_func
+    from api_funcs import functions as http_functions
+    from api_funcs.telemetry import host_telemetry
+    from shared.bootstrap import Host
+    from shared.settings import load_settings
+
+    host = Host("function", load_settings(), telemetry=host_telemetry())
+    app = func.FunctionApp()
+    app.register_functions(http_functions.blueprint(host))
+    app.register_functions(relay_func.blueprint(host))

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import azure.functions as func
 
+from api_funcs.long_lived import long_lived_build
+
 if TYPE_CHECKING:
-    from shared.bootstrap import Host
+    from shared.bootstrap import Host, Services
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,22 @@ def blueprint(host: Host) -> func.Blueprint:
     def asgi() -> func.AsgiMiddleware:
         # Built on the first request, never at import: a cold instance indexes its Functions
         # without importing FastAPI, the routes or the ORM (bench/cold_start.py).
-        from api_funcs.app import create_app
-        from api_funcs.context import AppContext
+        with long_lived_build():
+            from api_funcs.app import create_app
+            from api_funcs.context import AppContext
 
-        context = AppContext(host.settings, host.services, "function", host.telemetry)
-        return func.AsgiMiddleware(create_app(context))
+            context = AppContext(host.settings, services, "function", host.telemetry)
+            return func.AsgiMiddleware(create_app(context))
+
+    composed: list[Services] = []
+
+    def services() -> Services:
+        # The host's services (the engine, the driver, every service) live for the process too:
+        # composed on the first request that reads one, without the collector's walks.
+        if not composed:
+            with long_lived_build():
+                composed.append(host.services())
+        return composed[0]
 
     bp = func.Blueprint()
     for op in (*OPERATIONS, *PAGES):

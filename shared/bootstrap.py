@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from shared.money.transfers import TransferService
     from shared.notices.claim import NoticeClaim
     from shared.notices.relay_loop import NoticeRelayService
+    from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweep
     from shared.readiness import ProbedTarget, Readiness
 
@@ -123,7 +124,6 @@ def bootstrap(
     from shared.money.rails import AccountRails
     from shared.money.transfer_write_sql import write_transfer
     from shared.money.transfers import TransferService
-    from shared.notices.status import owed_backlog_reader
     from shared.readiness import Readiness
 
     if engine is None or isinstance(engine, str):
@@ -152,7 +152,7 @@ def bootstrap(
             return target
 
         pickup = pickup_target
-    telemetry.watch_backlog(owed_backlog_reader(engine, clock))
+    telemetry.watch_backlog(_backlog_reader(engine, clock))
     return Services(
         settings=settings,
         engine=engine,
@@ -186,6 +186,19 @@ def bootstrap(
         ),
         telemetry=telemetry,
     )
+
+
+def _backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
+    """The telemetry gauges' read of the owed backlog; its module (the relay's status queries) is
+    imported on the first collection, which only a host with a telemetry exporter makes, not by
+    every composition (bench/cold_start.py)."""
+
+    def read() -> OwedBacklog:
+        from shared.notices.status import owed_backlog_reader
+
+        return owed_backlog_reader(engine, clock)()
+
+    return read
 
 
 def _runner_sweep(

@@ -1,4 +1,4 @@
-"""App settings: one pydantic-settings model read from `Section__Key` (or `Section:Key`) variables.
+"""App settings: one pydantic model read from `Section__Key` (or `Section:Key`) variables.
 
 Every error names the key as an operator spells it (`Notices__BatchSize`) and says the fix
 (docs/settings.md). Range and enum rules live on the model; the rules that depend on which host is
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from shared.notices.pickup_guard import pickup_directory_problem
 
@@ -277,10 +276,15 @@ def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
-class Settings(BaseSettings):
-    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them."""
+class Settings(BaseModel):
+    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them.
+    `load_settings` reads the environment itself (read_app_settings) and hands the sections in,
+    so no second spelling of a key can silently win. A plain model, not pydantic-settings'
+    BaseSettings: with the environment read here it added no source, and importing it cost a
+    cold instance's indexing ~10 ms of CPU (bench/cold_start.py); `validate_default` is what
+    BaseSettings set."""
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
 
     Database: DatabaseSettings = DatabaseSettings()
     Health: HealthSettings = HealthSettings()
@@ -292,19 +296,6 @@ class Settings(BaseSettings):
     Pin: PinSettings = PinSettings()
     Transfers: TransfersSettings = TransfersSettings()
     ApiDocs: ApiDocsSettings = ApiDocsSettings()
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # load_settings reads the environment itself (read_app_settings), so the only source
-        # is what it passes in: no second spelling of a key can silently win.
-        return (init_settings,)
 
 
 def _message(error: Any) -> str:
@@ -331,7 +322,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings every host shares; raise SettingsError naming each key."""
     data = read_app_settings(os.environ if environ is None else environ)
     try:
-        settings = Settings(**data)  # type: ignore[arg-type]
+        settings = Settings(**data)
     except ValidationError as exc:
         raise SettingsError([_message(e) for e in exc.errors()]) from None
     problems = _cross_field_problems(settings)
