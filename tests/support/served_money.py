@@ -108,7 +108,10 @@ def advisory_lock_waiters(db_url: str) -> set[int]:
     """The PostgreSQL backends waiting for an advisory lock (a transfer parked on the lock)."""
     with unit_of_work(get_engine(db_url)) as session:
         rows = session.execute(
-            text("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            text(
+                "SELECT pid FROM pg_locks JOIN pg_stat_activity USING (pid)"
+                " WHERE datname = current_database() AND locktype = 'advisory' AND NOT granted"
+            )
         )
         return {int(pid) for (pid,) in rows}
 

@@ -36,7 +36,10 @@ PIN, NEW_PIN = "739154", "602817"
 def _waiting_on_a_transaction(url: str) -> bool:
     with unit_of_work(get_engine(url)) as session:
         found = session.scalar(
-            text("SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted")
+            text(
+                "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+                " WHERE datname = current_database() AND locktype = 'transactionid' AND NOT granted"
+            )
         )
     return bool(found)
 

@@ -120,7 +120,9 @@ class Scene:
         with unit_of_work(self.engine) as session:
             found = session.scalar(
                 text(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted"
+                    "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+                    " WHERE datname = current_database()"
+                    " AND locktype = 'transactionid' AND NOT granted"
                 )
             )
         return bool(found)
