@@ -5,8 +5,10 @@ variant, 74 random bits)."""
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
@@ -39,9 +41,7 @@ def test_the_hash_of_a_stored_row_is_the_pinned_vector() -> None:
     [("Sequence", 2), ("PreviousHash", b"\x01" * 32), ("Details", "{}"), ("Event", "PinChanged")],
 )
 def test_the_hash_of_a_stored_row_covers_each_column(column: str, other: object) -> None:
-    row = AuditEvent(**{c: getattr(STORED, c) for c in _columns()})
-    setattr(row, column, other)
-    assert AuditChain(KEY).hash_of(row).hex() != PINNED
+    assert AuditChain(KEY).hash_of(_stored(**{column: other})).hex() != PINNED
 
 
 def _columns() -> list[str]:
@@ -77,3 +77,29 @@ def test_a_minted_id_holds_the_instants_milliseconds_the_version_and_74_random_b
         zero_somewhere |= ~value
     assert ones & random_bits == random_bits
     assert zero_somewhere & random_bits == random_bits
+
+
+def test_a_naive_instant_is_refused_saying_it_must_carry_its_zone() -> None:
+    with pytest.raises(ValueError, match=r"^OccurredAt must be timezone-aware$"):
+        AuditChain(KEY).hash_of(_stored(OccurredAt=datetime(2026, 9, 7, 12, 0)))
+
+
+def test_the_instant_is_hashed_as_utc_whatever_the_hosts_time_zone() -> None:
+    # The same instant written from another zone, on a host whose local zone is not UTC either.
+    india = timezone(timedelta(hours=5, minutes=30))
+    row = _stored(OccurredAt=datetime(2026, 9, 7, 17, 30, 0, 123456, tzinfo=india))
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        assert AuditChain(KEY).hash_of(row).hex() == PINNED
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
+def _stored(**columns: object) -> AuditEvent:
+    return AuditEvent(**{**{c: getattr(STORED, c) for c in _columns()}, **columns})
