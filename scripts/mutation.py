@@ -117,6 +117,9 @@ SQL_SERVER_ONLY = {
 #   none, so no cache filled by an earlier run hides a mutant.
 # - pytest's own timeout bounds a mutant that makes a test wait on a lock for ever (it spends no
 #   CPU, so mutmut's CPU-time limit would never fire); the slowest covering test takes seconds.
+# - mutmut runs a mutant's tests by node id, and pytest cannot select a node id it escaped
+#   (`[sqlite-'4821\\x00']`, from ids=repr): unescaped ids are selectable, and only these runs
+#   see them.
 COMMON = """
 [tool.mutmut]
 source_paths = ["shared"]
@@ -124,7 +127,10 @@ also_copy = [
   "api_funcs", "relay_func", "azurebank_cli", "function_app.py", "host.json", "bench",
   "docs", "README.md", "compose.yaml", "requirements.txt", "requirements-dev.txt",
 ]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "timeout=120"]
+pytest_add_cli_args = [
+  "-p", "no:cacheprovider", "-o", "timeout=120",
+  "-o", "disable_test_id_escaping_and_forfeit_all_rights_to_community_support=true",
+]
 process_isolation = "forkserver"
 use_git_change_detection = false
 """
@@ -241,15 +247,25 @@ def _run(work: Path, workers: int, names: list[str]) -> int:
     return done.returncode
 
 
+def _status(code: int | None) -> str:
+    """What mutmut's recorded exit code means. Not mutmut's own table: it calls 255 a timeout,
+    but 255 is its worker failing to run the tests at all (pytest's usage error, exit 4)."""
+    if code in (1, 3):
+        return "killed"  # a test failed (3: pytest's internal error)
+    if code in (24, -24, 152, 36):
+        return "timeout"  # over the CPU-time limit or the wall clock: a hang, noticed
+    return {0: "survived", 5: "no tests", 33: "no tests", None: "not checked"}.get(
+        code, f"not run (exit {code})"
+    )
+
+
 def _score(package: str) -> Score:
     """The statuses mutmut recorded (mutants/**/*.py.meta), by mutant name."""
-    from mutmut.stats import status_by_exit_code
-
     score = Score(package)
     for meta in sorted((SCRATCH / package / "mutants").rglob("*.py.meta")):
         data = json.loads(meta.read_text(encoding="utf-8"))
         for name, code in sorted(data.get("exit_code_by_key", {}).items()):
-            score.by_status.setdefault(status_by_exit_code[code], []).append(name)
+            score.by_status.setdefault(_status(code), []).append(name)
     return score
 
 
