@@ -117,9 +117,6 @@ SQL_SERVER_ONLY = {
 #   none, so no cache filled by an earlier run hides a mutant.
 # - pytest's own timeout bounds a mutant that makes a test wait on a lock for ever (it spends no
 #   CPU, so mutmut's CPU-time limit would never fire); the slowest covering test takes seconds.
-# - mutmut runs a mutant's tests by node id, and pytest cannot select a node id it escaped
-#   (`[sqlite-'4821\\x00']`, from ids=repr): unescaped ids are selectable, and only these runs
-#   see them.
 COMMON = """
 [tool.mutmut]
 source_paths = ["shared"]
@@ -127,10 +124,7 @@ also_copy = [
   "api_funcs", "relay_func", "azurebank_cli", "function_app.py", "host.json", "bench",
   "docs", "README.md", "compose.yaml", "requirements.txt", "requirements-dev.txt",
 ]
-pytest_add_cli_args = [
-  "-p", "no:cacheprovider", "-o", "timeout=120",
-  "-o", "disable_test_id_escaping_and_forfeit_all_rights_to_community_support=true",
-]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "timeout=120"]
 process_isolation = "forkserver"
 use_git_change_detection = false
 """
