@@ -54,6 +54,8 @@ TESTS: dict[str, list[str]] = {
     "identity": [
         "tests/unit/test_identity_operations.py",
         "tests/unit/test_identity_v3_hash_vectors.py",
+        "tests/unit/test_local_tokens.py",
+        "tests/unit/test_secret_hash_headers.py",
         "tests/integration/identity",
     ],
     "notices": [
