@@ -117,6 +117,8 @@ SQL_SERVER_ONLY = {
 #   other packages and read the docs.
 # - forkserver: each mutant's worker forks from a process that has imported the tests but run
 #   none, so no cache filled by an earlier run hides a mutant.
+# - tests.support.mutation_plugin empties the packages' statement caches before each test, so
+#   every test that uses a cached statement runs the code that builds it.
 # - pytest's own timeout bounds a mutant that makes a test wait on a lock for ever (it spends no
 #   CPU, so mutmut's CPU-time limit would never fire); the slowest covering test takes seconds.
 COMMON = """
@@ -126,7 +128,9 @@ also_copy = [
   "api_funcs", "relay_func", "azurebank_cli", "function_app.py", "host.json", "bench",
   "docs", "README.md", "compose.yaml", "requirements.txt", "requirements-dev.txt",
 ]
-pytest_add_cli_args = ["-p", "no:cacheprovider", "-o", "timeout=120"]
+pytest_add_cli_args = [
+  "-p", "no:cacheprovider", "-p", "tests.support.mutation_plugin", "-o", "timeout=120",
+]
 process_isolation = "forkserver"
 use_git_change_detection = false
 """
