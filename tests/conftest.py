@@ -30,7 +30,7 @@ from sqlalchemy.engine import make_url
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
 from shared.notices.pickup_guard import pickup_directory_problem
-from tests.support import tsql_parse
+from tests.support import ids, tsql_parse
 from tests.support.leak_watch import (
     leak_watch,
     record_text,
@@ -327,6 +327,12 @@ def azurite_connection_string() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     tsql_parse.install()
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A str or bytes parameter pytest would escape gets an id spelled in printable ASCII, so
+    its node id selects it again (tests/support/ids.py)."""
+    return ids.readable(val) if ids.needs_spelling(val) else None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -28,6 +28,8 @@ class JwksServer:
     def __init__(self) -> None:
         self.keys: dict[str, PublicKey] = {}
         self.status = 200
+        # When set, served as it is instead of `keys` (a document the test writes by hand).
+        self.document: object | None = None
         self._hits = 0
         self._lock = threading.Lock()
         self.url = ""
@@ -41,7 +43,8 @@ class JwksServer:
         with self._lock:
             self._hits += 1
             keys = [public_jwk(key, kid) for kid, key in self.keys.items()]
-            return self.status, json.dumps({"keys": keys}).encode()
+            document = {"keys": keys} if self.document is None else self.document
+            return self.status, json.dumps(document).encode()
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from shared.db.schema import AspNetUser, IdempotencyRecord
 from shared.db.storable_text import column_length, unstorable_reason
 from shared.money.idempotency import MAX_KEY_LENGTH
+from tests.support.ids import readable
 
 
 def test_each_bound_is_its_columns_declared_length() -> None:
@@ -28,7 +29,7 @@ def test_each_bound_is_its_columns_declared_length() -> None:
         # 33 characters beyond the BMP: 66 UTF-16 code units, past nvarchar(64).
         ("\U0001f600" * 33, "at most 64 characters"),
     ],
-    ids=repr,
+    ids=readable,
 )
 def test_what_no_database_can_hold_is_refused_with_a_reason_that_never_echoes_it(
     value: str, reason: str

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.ids import readable
 from tests.support.money import (
     DEPOSIT,
     INTERNAL,
@@ -74,7 +75,9 @@ def _members(fields: dict[str, str]) -> bytes:
     return ", ".join(f'"{name}": "{value}"' for name, value in fields.items()).encode()
 
 
-@pytest.mark.parametrize("key", [b"\x00", b"key\x00", b"\x00key", b"k" * 100 + b"\x00"], ids=repr)
+@pytest.mark.parametrize(
+    "key", [b"\x00", b"key\x00", b"\x00key", b"k" * 100 + b"\x00"], ids=readable
+)
 def test_an_idempotency_key_holding_a_nul_is_400_naming_the_header_and_moves_nothing(
     bank: Bank, key: bytes
 ) -> None:

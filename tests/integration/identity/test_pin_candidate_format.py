@@ -18,6 +18,7 @@ from shared.db.engine import get_engine
 from shared.identity.passwords import hash_secret, verify_secret
 from shared.identity.pins import InvalidPin, verify_pin
 from shared.settings import PinSettings
+from tests.support.ids import readable
 from tests.support.money import open_bank
 from tests.support.users import FAST_HASH, PIN, pin_failures
 
@@ -33,7 +34,7 @@ def test_the_hash_alone_cannot_tell_a_trailing_nul_from_the_pin() -> None:
     assert verify_secret(hash_secret(PIN, iterations=FAST_HASH), PIN + "\x00")
 
 
-@pytest.mark.parametrize("candidate", NOT_A_PIN, ids=repr)
+@pytest.mark.parametrize("candidate", NOT_A_PIN, ids=readable)
 def test_a_candidate_that_is_not_four_to_six_ascii_digits_is_invalid_pin_and_spends_an_attempt(
     db_url: str, candidate: str
 ) -> None:
@@ -79,7 +80,7 @@ def test_blank_is_still_pin_required_not_a_wrong_pin(db_url: str) -> None:
         assert pin_failures(db_url, alice.user_id) == 0
 
 
-@pytest.mark.parametrize("password", [PASSWORD + "\u0000", PASSWORD + "\u0000\u0000"], ids=repr)
+@pytest.mark.parametrize("password", [PASSWORD + "\u0000", PASSWORD + "\u0000\u0000"], ids=readable)
 def test_a_password_holding_a_nul_is_401_invalid_password_and_enrols_nothing(
     db_url: str, password: str
 ) -> None:

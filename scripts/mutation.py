@@ -1,0 +1,318 @@
+"""Mutation testing of the domain packages with mutmut; not in CI (a package takes from tens of
+minutes to hours on a shared machine). docs/testing.md says how to read the result and records
+the last scores.
+
+    .venv/bin/python scripts/mutation.py                  every package, smallest first
+    .venv/bin/python scripts/mutation.py audit identity   those packages only
+    .venv/bin/python scripts/mutation.py --resume money   go on with an interrupted run
+    .venv/bin/python scripts/mutation.py --retry money    run the survivors again (new tests)
+    .venv/bin/python scripts/mutation.py --report         the last runs' scores, no new run
+
+Each package runs in a scratch copy of this checkout of its own, `.mutation/<package>/`
+(git-ignored), because mutmut 3 reads its settings from `[tool.mutmut]` in the pyproject.toml of
+the directory it runs in and keeps its state in `mutants/` there: the copy's pyproject.toml gets
+the package's section (the files to mutate, the tests that cover them), so packages never share
+or invalidate each other's results and the checkout itself is never touched. A run starts from a
+fresh copy unless --resume or --retry is given, so the same commit gives the same counts.
+
+mutmut runs at the lowest priority (nice 19) with --workers workers (default 2: the machine is
+shared). It first runs the package's selection once, recording which tests execute which
+function, then runs each mutant against only the tests that executed the mutated function,
+stopping at the first failure. The tests need PostgreSQL (and Azurite for the notices) as
+./scripts/test.sh starts them; start them first.
+
+A mutant no test kills is either killed by a new behavioural test or listed in EQUIVALENT with
+the reason it cannot change what the product does; the score is killed / (mutants - equivalent),
+a timeout counting as killed (the suite notices a hang). Exit 0 when every package scored here
+reaches GOAL, 1 when one does not, 2 when mutmut itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = ROOT / ".mutation"
+VENV_BIN = ROOT / ".venv" / "bin"
+GOAL = 0.90
+
+# The tests that cover each package, smallest package first: its own unit and integration tests
+# on SQLite and PostgreSQL, and the HTTP tests that reach it through the app.
+TESTS: dict[str, list[str]] = {
+    "audit": [
+        "tests/unit/test_audit_chain_hash.py",
+        "tests/unit/test_audit_row_identity.py",
+        "tests/integration/audit",
+    ],
+    "identity": [
+        "tests/unit/test_identity_operations.py",
+        "tests/unit/test_identity_v3_hash_vectors.py",
+        "tests/unit/test_local_tokens.py",
+        "tests/unit/test_secret_hash_headers.py",
+        "tests/integration/identity",
+    ],
+    "notices": [
+        "tests/unit/test_notice_claim_sql.py",
+        "tests/unit/test_notice_relay_loop.py",
+        "tests/unit/test_notice_render.py",
+        "tests/unit/test_function_relay_host.py",
+        "tests/integration/notices",
+    ],
+    "money": [
+        "tests/unit/test_applock_sql.py",
+        "tests/unit/test_daily_limit_options.py",
+        "tests/unit/test_money_amounts.py",
+        "tests/unit/test_refusals_declared_once.py",
+        "tests/unit/test_transfer_write_sql.py",
+        "tests/integration/money",
+        "tests/integration/http",
+    ],
+}
+
+# Surviving mutants that cannot change what the product does, by mutmut's name, with the
+# reason (docs/testing.md lists the same). A name is `module.x_function__mutmut_N`, a method's
+# `module.xǁClassǁmethod__mutmut_N`; N is stable while the function's text is.
+_NO_OP_MASK = "the 48-bit mask is a no-op for every instant a datetime holds (year 9999 < 2**48 ms)"
+_SQLITE_LOCK = (
+    "any UPDATE takes SQLite's writer lock, matching rows or not, and the tail table has one row"
+)
+_SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
+EQUIVALENT: dict[str, str] = {
+    "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
+    "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
+    "shared.audit.chain.xǁAuditChainǁfrom_settings__mutmut_17": _SETTINGS_VALIDATED,
+    "shared.audit.chain.xǁAuditChainǁfrom_settings__mutmut_18": _SETTINGS_VALIDATED,
+    "shared.audit.ids.x_uuid7__mutmut_7": _NO_OP_MASK,
+    "shared.audit.ids.x_uuid7__mutmut_8": _NO_OP_MASK,
+    "shared.audit.ids.x_uuid7__mutmut_9": _NO_OP_MASK,
+    "shared.audit.ids.x_uuid7__mutmut_15": "int.from_bytes is big-endian by default",
+    "shared.audit.ids.x_uuid7__mutmut_17": "an 11th random byte lands in no kept bit",
+    "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_15": (
+        "unreachable: shared.db.engine builds no engine of another dialect"
+    ),
+    "shared.audit.tail_sql.x_mssql_tail_lock__mutmut_6": (
+        "the hint without dialect_name applies on every dialect, and only SQL Server compiles it"
+    ),
+    "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
+    "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
+    "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+}
+# Mutants of code that runs only on SQL Server: killed by the opt-in SQL Server ring
+# (AZUREBANK_TEST_SQLSERVER), which this machine cannot run; counted as not killed here.
+SQL_SERVER_ONLY = {
+    "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_7",
+    "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_8",
+    "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_9",
+}
+
+# The mutmut settings every package shares (the package's own are added per package).
+# - also_copy: mutmut copies source_paths and tests/ into mutants/; the tests also import the
+#   other packages and read the docs.
+# - forkserver: each mutant's worker forks from a process that has imported the tests but run
+#   none, so no cache filled by an earlier run hides a mutant.
+# - tests.support.mutation_plugin empties the packages' statement caches before each test, so
+#   every test that uses a cached statement runs the code that builds it.
+# - pytest's own timeout bounds a mutant that makes a test wait on a lock for ever (it spends no
+#   CPU, so mutmut's CPU-time limit would never fire); the slowest covering test takes seconds.
+COMMON = """
+[tool.mutmut]
+source_paths = ["shared"]
+also_copy = [
+  "api_funcs", "relay_func", "azurebank_cli", "function_app.py", "host.json", "bench",
+  "docs", "README.md", "compose.yaml", "requirements.txt", "requirements-dev.txt",
+]
+pytest_add_cli_args = [
+  "-p", "no:cacheprovider", "-p", "tests.support.mutation_plugin", "-o", "timeout=120",
+]
+process_isolation = "forkserver"
+use_git_change_detection = false
+"""
+
+
+@dataclass
+class Score:
+    package: str
+    by_status: dict[str, list[str]] = field(default_factory=dict)
+
+    def count(self, status: str) -> int:
+        return len(self.by_status.get(status, []))
+
+    @property
+    def total(self) -> int:
+        return sum(len(names) for names in self.by_status.values())
+
+    @property
+    def equivalent(self) -> list[str]:
+        return [n for n in self.by_status.get("survived", []) if n in EQUIVALENT]
+
+    @property
+    def survivors(self) -> list[str]:
+        """Every mutant not killed and not known to be equivalent: survived, covered by no
+        test, or not yet checked."""
+        return [
+            name
+            for status, names in sorted(self.by_status.items())
+            if status not in ("killed", "timeout")
+            for name in names
+            if name not in EQUIVALENT
+        ]
+
+    @property
+    def killed(self) -> int:
+        return self.count("killed") + self.count("timeout")
+
+    @property
+    def score(self) -> float:
+        judged = self.total - len(self.equivalent)
+        return self.killed / judged if judged else 0.0
+
+    def line(self) -> str:
+        others = ", ".join(
+            f"{len(names)} {status}"
+            for status, names in sorted(self.by_status.items())
+            if status not in ("killed", "timeout", "survived")
+        )
+        sql_server = len([n for n in self.survivors if n in SQL_SERVER_ONLY])
+        return (
+            f"{self.package}: {self.total} mutants, {self.killed} killed"
+            f" ({self.count('timeout')} of them by timeout), {self.count('survived')} survived"
+            f" ({len(self.equivalent)} of them equivalent, {sql_server} in SQL Server code)"
+            f"{', ' + others if others else ''};"
+            f" score {self.killed}/{self.total - len(self.equivalent)} = {self.score:.1%}"
+        )
+
+
+def _checkout_files() -> list[str]:
+    """The checkout's files as git sees them: tracked and new, not the ignored ones."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
+    return sorted(name for name in out.decode().split("\0") if name and (ROOT / name).is_file())
+
+
+def _prepare(package: str, *, fresh: bool) -> Path:
+    """The package's copy of the checkout with its mutmut section. A fresh copy, or the last
+    one brought up to date (changed files copied, removed ones removed, mutmut's own copy of the
+    tests dropped so it copies them again), keeping mutmut's results."""
+    work = SCRATCH / package
+    if fresh:
+        shutil.rmtree(work, ignore_errors=True)
+    files = _checkout_files()
+    for name in files:
+        source, target = ROOT / name, work / name
+        if target.exists() and target.read_bytes() == source.read_bytes():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    keep = set(files) | {"mutmut.log"}
+    for stale in sorted(work.rglob("*")):
+        relative = stale.relative_to(work).as_posix()
+        if stale.is_file() and not relative.startswith("mutants/") and relative not in keep:
+            stale.unlink()
+    shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
+    section = COMMON + (
+        f"only_mutate = [{json.dumps(f'shared/{package}/*')}]\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(TESTS[package])}\n"
+    )
+    (work / "pyproject.toml").write_text(
+        (ROOT / "pyproject.toml").read_text(encoding="utf-8") + section, encoding="utf-8"
+    )
+    return work
+
+
+def _run(work: Path, workers: int, names: list[str]) -> int:
+    log = work / "mutmut.log"
+    print(f"mutation: mutmut runs in {work.relative_to(ROOT)}/ (its output: mutmut.log)")
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    command = ["nice", "-n", "19", str(VENV_BIN / "mutmut"), "run", "--max-children"]
+    with log.open("a", encoding="utf-8") as out:
+        done = subprocess.run(
+            [*command, str(workers), *names],
+            cwd=work,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    return done.returncode
+
+
+def _status(code: int | None) -> str:
+    """What mutmut's recorded exit code means. Not mutmut's own table: it calls 255 a timeout,
+    but 255 is its worker failing to run the tests at all (pytest's usage error, exit 4)."""
+    if code in (1, 3):
+        return "killed"  # a test failed (3: pytest's internal error)
+    if code in (24, -24, 152, 36):
+        return "timeout"  # over the CPU-time limit or the wall clock: a hang, noticed
+    return {0: "survived", 5: "no tests", 33: "no tests", None: "not checked"}.get(
+        code, f"not run (exit {code})"
+    )
+
+
+def _score(package: str) -> Score:
+    """The statuses mutmut recorded (mutants/**/*.py.meta), by mutant name."""
+    score = Score(package)
+    for meta in sorted((SCRATCH / package / "mutants").rglob("*.py.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        for name, code in sorted(data.get("exit_code_by_key", {}).items()):
+            score.by_status.setdefault(_status(code), []).append(name)
+    return score
+
+
+def _show(package: str, names: list[str]) -> None:
+    """Each mutant's diff, as `mutmut show` prints it."""
+    for name in names:
+        shown = subprocess.run(
+            [str(VENV_BIN / "mutmut"), "show", name],
+            cwd=SCRATCH / package,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        print(shown.stdout.rstrip() or f"# {name}: {shown.stderr.strip()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("packages", nargs="*", metavar="package", help=", ".join(TESTS))
+    parser.add_argument("--workers", type=int, default=2)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="go on in the last copy")
+    mode.add_argument("--retry", action="store_true", help="run the last survivors again")
+    mode.add_argument("--report", action="store_true", help="score the last runs only")
+    parser.add_argument("--diffs", action="store_true", help="print each survivor's diff")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.packages) - set(TESTS))
+    if unknown:
+        parser.error(f"no such package: {', '.join(unknown)} (the packages: {', '.join(TESTS)})")
+    scores = []
+    for package in args.packages or list(TESTS):
+        if not args.report:
+            names = _score(package).survivors if args.retry else []
+            work = _prepare(package, fresh=not (args.resume or args.retry))
+            code = _run(work, args.workers, names)
+            if code != 0:
+                print(f"mutation: mutmut exited {code} on {package}; see its mutmut.log")
+                return 2
+        score = _score(package)
+        scores.append(score)
+        print(score.line(), flush=True)
+        for name in score.survivors:
+            print(f"  not killed: {name}")
+        if args.diffs:
+            _show(package, score.survivors)
+    return 0 if all(s.score >= GOAL for s in scores) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
