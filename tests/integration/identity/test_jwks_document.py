@@ -16,7 +16,6 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from shared.bootstrap import token_verifier
 from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
 from shared.identity.tokens import InvalidToken, TokenVerifier
@@ -46,7 +45,7 @@ def _verifier(url: str, clock: FakeClock) -> TokenVerifier:
     environ = host_environ("sqlite://", Auth__JwksUrl=url, Auth__Issuer=ISSUER)
     environ["Auth__Audience"] = AUDIENCE
     del environ["Auth__SigningKey"]
-    return token_verifier(load_settings(environ), clock)
+    return TokenVerifier(load_settings(environ), clock, jwks=JwksKeys(url, clock))
 
 
 def _token(clock: FakeClock, key: rsa.RSAPrivateKey, kid: str) -> str:

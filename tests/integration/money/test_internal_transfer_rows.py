@@ -6,6 +6,8 @@ from an account to itself is refused, naming the field and the rule."""
 from __future__ import annotations
 
 import base64
+import json
+import uuid
 from decimal import Decimal
 
 import pytest
@@ -19,6 +21,7 @@ from shared.db.uow import unit_of_work
 from shared.errors import ValidationFailed
 from shared.money.rails import AccountRails
 from tests.support.hosts import CHAIN_KEY
+from tests.support.money import keyed
 from tests.support.users import make_user
 
 
@@ -34,7 +37,10 @@ def test_an_internal_transfer_writes_a_transfer_out_and_a_transfer_in_naming_eac
     clock = FakeClock()
     owner = make_user(db_url, clock, balance=100, accounts=2)
     source, target = owner.account_ids
-    receipt = _rails(db_url, clock).internal_transfer(owner.user_id, source, target, Decimal(25))
+    answer = _rails(db_url, clock).internal_transfer(
+        keyed(owner.user_id, "internal_transfer"), source, target, Decimal(25)
+    )
+    receipt = json.loads(answer.body)
     with unit_of_work(get_engine(db_url)) as session:
         rows = session.execute(
             select(
@@ -50,7 +56,7 @@ def test_an_internal_transfer_writes_a_transfer_out_and_a_transfer_in_naming_eac
         ).all()
     transfer_in, transfer_out = (tuple(r) for r in rows)
     assert transfer_out == (
-        receipt.transaction_id,
+        uuid.UUID(receipt["transactionId"]),
         source,
         "TransferOut",
         Decimal(25),
@@ -68,11 +74,11 @@ def test_an_internal_transfer_writes_a_transfer_out_and_a_transfer_in_naming_eac
         source,
         clock.now(),
     )
-    assert transfer_in[0] != receipt.transaction_id
-    assert (receipt.balance, receipt.from_account_id, receipt.to_account_id) == (
-        Decimal(75),
-        source,
-        target,
+    assert transfer_in[0] != uuid.UUID(receipt["transactionId"])
+    assert (receipt["balance"], receipt["fromAccountId"], receipt["toAccountId"]) == (
+        75,
+        str(source),
+        str(target),
     )
 
 
@@ -83,7 +89,7 @@ def test_an_internal_transfer_to_the_same_account_is_refused_naming_the_field(
     owner = make_user(db_url, clock, balance=100)
     with pytest.raises(ValidationFailed) as refused:
         _rails(db_url, clock).internal_transfer(
-            owner.user_id, owner.primary, owner.primary, Decimal(1)
+            keyed(owner.user_id, "internal_transfer"), owner.primary, owner.primary, Decimal(1)
         )
     assert refused.value.members == {
         "errors": [{"field": "toAccountId", "message": "must differ from fromAccountId"}]

@@ -34,6 +34,7 @@ from sqlalchemy import Engine, event, select, text
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session
 
+from shared.audit.appender import AuditAppender
 from shared.audit.chain import (
     CURRENT_PAYLOAD_VERSION,
     GENESIS_HASH,
@@ -50,11 +51,12 @@ from shared.identity.pins import verify_pin
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
-from shared.money.ports import AuditAppender
 from shared.money.rails import AccountRails
+from shared.money.transfer_write_sql import write_transfer
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import PinSettings
 from tests.support.hosts import CHAIN_KEY
+from tests.support.money import keyed
 from tests.support.users import PIN, User, enrol_pin, make_user
 
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
@@ -240,7 +242,9 @@ class _Bank:
         limit = DailyOutflowLimit(Decimal(BALANCE), clock)
         pin_check = functools.partial(verify_pin, self.engine, clock, PinSettings())
         self._mint = TransferMint(self.engine, clock, limit, pin_check, authorization_seconds=300)
-        self.transfers = TransferService(self.engine, clock, limit, DailyLimitLock(10), audit)
+        self.transfers = TransferService(
+            self.engine, clock, limit, DailyLimitLock(10), audit, write_transfer
+        )
         self.alice, self.bob = (make_user(url, clock, balance=BALANCE) for _ in range(2))
         for who in (self.alice, self.bob):
             enrol_pin(url, who.user_id)
@@ -249,7 +253,7 @@ class _Bank:
         """An authorized transfer of 1 from `payer` to `payee`, ready to spend."""
         grant = self._mint.mint(payer.user_id, MintRequest(payer.primary, payee.tag, ONE, PIN))
         spend = TransferOrder(payer.primary, payee.tag, ONE, grant.authorization_id)
-        return functools.partial(self.transfers.transfer, payer.user_id, spend)
+        return functools.partial(self.transfers.transfer, keyed(payer.user_id), spend)
 
     def both_ways(self) -> tuple[Callable[[], object], Callable[[], object]]:
         return self.order(self.alice, self.bob), self.order(self.bob, self.alice)
@@ -268,8 +272,12 @@ def _internal_both_ways(
 ) -> tuple[Callable[[], object], Callable[[], object]]:
     a, b = owner.account_ids
     return (
-        functools.partial(rails.internal_transfer, owner.user_id, a, b, ONE),
-        functools.partial(rails.internal_transfer, owner.user_id, b, a, ONE),
+        functools.partial(
+            rails.internal_transfer, keyed(owner.user_id, "internal_transfer"), a, b, ONE
+        ),
+        functools.partial(
+            rails.internal_transfer, keyed(owner.user_id, "internal_transfer"), b, a, ONE
+        ),
     )
 
 

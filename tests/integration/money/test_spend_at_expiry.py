@@ -23,9 +23,11 @@ from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
 from shared.money.refusals import AuthorizationExpired
+from shared.money.transfer_write_sql import write_transfer
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import PinSettings
 from tests.support.hosts import CHAIN_KEY
+from tests.support.money import keyed
 from tests.support.users import PIN, enrol_pin, make_user
 
 LIFETIME = 300
@@ -70,10 +72,11 @@ def test_an_authorization_that_expires_before_its_spend_is_expired(
         DailyOutflowLimit(Decimal(1000), clock),
         DailyLimitLock(10),
         AuditChain(base64.b64decode(CHAIN_KEY)),
+        write_transfer,
     )
     order = TransferOrder(payer.primary, tag, Decimal(10), authorization)
     with pytest.raises(AuthorizationExpired):
-        transfers.transfer(payer.user_id, order)
+        transfers.transfer(keyed(payer.user_id), order)
     with unit_of_work(engine) as session:
         assert session.get_one(Account, payer.primary).Balance == Decimal(100)
         assert session.get_one(TransferAuthorization, authorization).Status == "Pending"
