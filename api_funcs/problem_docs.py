@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from api_funcs.problems import PROBLEM_JSON, DatabaseUnavailable, problem_type
-from shared.errors import DomainError, MemberType
-from shared.money.refusals import LockTimeout
+from api_funcs.problems import PROBLEM_JSON, problem_type
+from shared.errors import DatabaseUnavailable, DomainError, LockTimeout, MemberType
 
 # The JSON schema of each member type a refusal declares (shared.errors.MemberType).
 _MEMBER_SCHEMAS: dict[MemberType, dict[str, Any]] = {

@@ -3,13 +3,13 @@
 Bodies carry `type`, `title`, `status`, `errorCode`, `traceId` and the error's extension members.
 Nothing the caller sent is echoed back beyond a field's name: no PIN, password, token or address.
 
-No database error leaves the app: each is answered here (503 DATABASE_UNAVAILABLE when the
-database could not be reached or did not answer within its bound, 503 LOCK_TIMEOUT when a lock
-wait ran out, else 500) and logged by its type and where it was raised. An
-exception that escaped would be printed whole by the server (uvicorn's "Exception in ASGI
-application"), and a driver's text carries the SQL and, on PostgreSQL, values: a constraint's
-DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says. Any other
-exception is answered by api_funcs.unhandled, the same way.
+No database error leaves the app. A database fault (shared/errors.py: the engine translated the
+driver's error) is answered as its refusal, 503 DATABASE_UNAVAILABLE or LOCK_TIMEOUT, and logged
+by the driver error's type; any other SQLAlchemy error is a 500, logged by its type and where it
+was raised. An exception that escaped would be printed whole by the server (uvicorn's "Exception
+in ASGI application"), and a driver's text carries the SQL and, on PostgreSQL, values: a
+constraint's DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says.
+Any other exception is answered by api_funcs.unhandled, the same way.
 """
 
 from __future__ import annotations
@@ -29,23 +29,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.telemetry_recorder import record_refusal
-from shared.db.faults import DriverFault, driver_fault
-from shared.errors import DomainError, Fault, ValidationFailed
-from shared.money.refusals import LockTimeout
+from shared.errors import (
+    DatabaseFault,
+    DomainError,
+    LockTimeout,
+    TransactionRolledBack,
+    ValidationFailed,
+)
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_BASE = "https://azurebank.example/problems/"
 log = logging.getLogger("azurebank.api")
-
-
-class DatabaseUnavailable(Fault):
-    """The database could not be reached (refused, gone, dropped the connection), did not answer
-    within its bound, or had no pooled connection free in time: nothing was decided, and trying
-    again shortly may succeed."""
-
-    error_code = "DATABASE_UNAVAILABLE"
-    title = "The database is unavailable; nothing changed. Try again shortly."
-    retry_after = 5
 
 
 def stack_of(exc: BaseException, limit: int = 40) -> str:
@@ -115,9 +109,10 @@ def install_problem_handlers(app: FastAPI) -> None:
     """Answer every refusal, invalid request, routing miss and database error as problem
     details (RFC 9457), here and nowhere else."""
     app.exception_handler(DomainError)(_domain)
+    app.exception_handler(DatabaseFault)(_database_fault)
     app.exception_handler(RequestValidationError)(_validation)
     app.exception_handler(StarletteHTTPException)(_http)
-    app.exception_handler(SQLAlchemyError)(_database)
+    app.exception_handler(SQLAlchemyError)(_untranslated)
 
 
 def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
@@ -163,27 +158,22 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     )
 
 
-async def _database(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-    # Answered here, so the exception never reaches the server's own error log (above).
+async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
     trace = trace_id_of(request)
-    fault = driver_fault(exc)
-    if fault is DriverFault.UNAVAILABLE:
-        log.error("Database unavailable: %s (trace %s)", type(exc).__name__, trace)
-        return refusal_problem(DatabaseUnavailable(), trace)
-    if fault is DriverFault.TRANSIENT:
+    if isinstance(exc, TransactionRolledBack):
         # A deadlock or serialization failure outside the money's retry loop (a PIN change, the
         # mint): the server rolled the transaction back, so nothing changed and a retry may pass.
-        log.warning(
-            "Transaction rolled back by the server: %s (trace %s)", type(exc).__name__, trace
-        )
-        return refusal_problem(DatabaseUnavailable(), trace)
-    if fault is DriverFault.LOCK_TIMEOUT:
-        # A lock wait ran out (Database__LockTimeoutSeconds: the audit tail, a row) where no
-        # service mapped it itself: the same 503 as the application lock's.
-        log.warning("Lock wait ran out: %s (trace %s)", type(exc).__name__, trace)
-        refusal = LockTimeout()
-        record_refusal(request, refusal)
-        return refusal_problem(refusal, trace)
+        log.warning("Transaction rolled back by the server: %s (trace %s)", exc.driver_error, trace)
+    elif isinstance(exc, LockTimeout):
+        log.warning("Lock wait ran out: %s (trace %s)", exc.driver_error, trace)
+    else:
+        log.error("Database unavailable: %s (trace %s)", exc.driver_error, trace)
+    return await _domain(request, exc)
+
+
+async def _untranslated(request: Request, exc: SQLAlchemyError) -> JSONResponse:
+    # Answered here, so the exception never reaches the server's own error log (above).
+    trace = trace_id_of(request)
     log_unhandled(exc, trace)
     return internal_error(trace)
 

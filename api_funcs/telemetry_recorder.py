@@ -26,9 +26,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api_funcs.http_middleware import HttpMiddleware, WatchedSend
-from shared.errors import DomainError
+from shared.errors import DomainError, LockTimeout
 from shared.identity.refusals import PinLockedOut
-from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded, LockTimeout
+from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
 from shared.telemetry import Telemetry
 
 if TYPE_CHECKING:

@@ -14,7 +14,9 @@ from azurebank_cli.runtime import print_report
 from azurebank_cli.terminal import shows_progress
 from shared.audit.verify import ChainReport, walk_chain
 from shared.bootstrap import bootstrap
+from shared.db.faults import driver_error_name
 from shared.db.uow import unit_of_work
+from shared.errors import DatabaseFault
 from shared.settings import load_settings
 
 WRONG_KEY_HINT = (
@@ -45,10 +47,10 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         with unit_of_work(services.engine) as session:
             report = walk_chain(session, chain, progress=_progress if interactive else None)
-    except SQLAlchemyError as exc:
-        # The type only: a driver's message can carry the URL or parameters.
+    except (DatabaseFault, SQLAlchemyError) as exc:
+        # The driver error's type only: its message can carry the URL or parameters.
         print(
-            f"audit verify: could not read the chain ({type(exc).__name__}); is the database "
+            f"audit verify: could not read the chain ({driver_error_name(exc)}); is the database "
             "reachable and migrated (`azurebank db upgrade`)?",
             file=sys.stderr,
         )

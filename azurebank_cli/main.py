@@ -11,6 +11,8 @@ from typing import NoReturn
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import audit, db, exits, keys, notices, notify, serve, smoke, token, users
+from shared.db.faults import driver_error_name
+from shared.errors import DatabaseFault
 from shared.settings import SettingsError
 
 COMMAND_MODULES = (db, users, token, keys, serve, smoke, notify, notices, audit)
@@ -38,11 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(exc, file=sys.stderr)
         return exits.CONFIG
-    except SQLAlchemyError as exc:
-        # The type only: a driver's message can carry the host, the SQL or (without the engine's
-        # hide_parameters) an address. No command answers with a traceback (docs/cli.md).
+    except (DatabaseFault, SQLAlchemyError) as exc:
+        # A fault the engine translated, or an error it names no kind of (an unmigrated
+        # database's missing table). The driver error's type only: its message can carry the
+        # host, the SQL or (without the engine's hide_parameters) an address. No command answers
+        # with a traceback (docs/cli.md).
         print(
-            f"azurebank {args.command}: the database failed ({type(exc).__name__}). Fix: check "
+            f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
             file=sys.stderr,
         )

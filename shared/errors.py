@@ -9,7 +9,11 @@
     ├── Conflict (409)                the request conflicts with the current state
     ├── Refusal (422)                 a rule said no, with extension members
     ├── TooManyAttempts (429)         locked out for now (e.g. PIN_LOCKED)
-    └── Fault (503)                   the system could not decide (e.g. LOCK_TIMEOUT)
+    └── Fault (503)                   the system could not decide
+        └── DatabaseFault             a driver error of a kind the domain names (below)
+            ├── LockTimeout           LOCK_TIMEOUT: a lock wait ran out
+            └── DatabaseUnavailable   DATABASE_UNAVAILABLE: the database cannot take the work now
+                └── TransactionRolledBack   the server rolled the transaction back (a deadlock)
 
 One way to declare a refusal: subclass the category (it fixes `status`), and set `error_code` and
 `title` as class attributes, plus `retry_after` when trying again later may succeed. Extension
@@ -17,6 +21,8 @@ members are keyword arguments (a refusal that always carries some names them in 
 and declares their JSON types in `member_types`). The OpenAPI document is derived from these classes
 (api_funcs/problem_docs.py): an operation lists the refusal classes it can raise, and each status,
 errorCode, member and header it declares comes from them, so nothing is written twice.
+A database fault is raised by shared/db/faults.py alone, where SQLAlchemy raises the driver's error
+it stands for; the rest of the code catches these, never a driver's error.
 Each carries a stable `error_code` (docs/http.md) and a `title` that is safe to show anyone: no
 address, PIN, password, token or secret ever goes into one.
 """
@@ -145,3 +151,40 @@ class Fault(DomainError):
     status = 503
     error_code = "UNAVAILABLE"
     title = "The service is temporarily unavailable."
+
+
+class DatabaseFault(Fault):
+    """A driver error of a kind the domain names, raised in its place (shared/db/faults.py).
+    `driver_error` is that error's type, by name: what a log line or a message may say of it.
+    Its text never travels: it can carry SQL, values and the server's address."""
+
+    def __init__(self, driver_error: str) -> None:
+        super().__init__()
+        self.driver_error = driver_error
+
+
+class LockTimeout(DatabaseFault):
+    """A lock wait ran out: the daily-limit lock not granted within
+    DailyLimit__LockTimeoutSeconds (ADR-0050 D5), or another lock (the audit chain's tail, a row;
+    on SQLite the database's write lock) within Database__LockTimeoutSeconds; a fault, never the
+    422."""
+
+    error_code = "LOCK_TIMEOUT"
+    title = "The request could not be processed in time; try again."
+    retry_after = 1
+
+
+class DatabaseUnavailable(DatabaseFault):
+    """The database could not be reached (refused, gone, dropped the connection), did not answer
+    within its bound, or had no pooled connection free in time: nothing was decided, and trying
+    again shortly may succeed."""
+
+    error_code = "DATABASE_UNAVAILABLE"
+    title = "The database is unavailable; nothing changed. Try again shortly."
+    retry_after = 5
+
+
+class TransactionRolledBack(DatabaseUnavailable):
+    """The server rolled the transaction back to break a deadlock or a serialization failure:
+    nothing changed, and running it again may succeed (the money's retry loop does). Answered
+    as DATABASE_UNAVAILABLE."""

@@ -36,7 +36,7 @@ from api_funcs.problem_docs import (
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError, Unauthenticated, ValidationFailed
+from shared.errors import DomainError, LockTimeout, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
 from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
 from shared.money.mint import MintRequest
@@ -53,7 +53,6 @@ from shared.money.refusals import (
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     InsufficientFunds,
-    LockTimeout,
     OutcomeUnknown,
     PayeeInvalid,
     PayeeNotFound,

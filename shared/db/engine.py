@@ -20,6 +20,7 @@ from sqlalchemy.exc import NoSuchModuleError
 from sqlalchemy.pool import NullPool
 
 from shared.db.dialects import DialectName, for_dialect
+from shared.db.faults import translate_driver_errors
 from shared.settings import DatabaseSettings, SettingsError, fix_for
 
 if TYPE_CHECKING:
@@ -110,7 +111,8 @@ def build_engine(
 
     Every engine hides bound parameters from its log and from its errors' text: a parameter can
     be an address, a password or PIN hash or a stored response body, and a driver error's text
-    reaches tracebacks and log lines (ADR-0017: no address in any log line).
+    reaches tracebacks and log lines (ADR-0017: no address in any log line). Every engine raises
+    a driver error of a kind the domain names as that domain error (shared.db.faults).
 
     `options` sizes the pool of a server's engine (SQLite opens one connection per checkout) and
     bounds every wait on the database: connecting, each statement, each lock, the checkout.
@@ -137,6 +139,7 @@ def _engine_for(
 ) -> Engine:
     build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
     engine = build(parsed, options, credential_factory)
+    translate_driver_errors(engine)
     # What a unit of work compares its own wait with (shared.db.uow).
     _default_lock_waits[engine] = options.lock_timeout
     return engine

@@ -1,33 +1,49 @@
-"""Driver errors, translated once (docs/database.md: the rest of the code does not know which
-database it is on). httpx's `map_exceptions` is the model: a caller names the domain fault each kind
-of driver failure becomes, and this module alone knows how each dialect spells that kind.
+"""Driver errors, translated once, here, into the domain's database faults (shared/errors.py), so
+the rest of the code catches those and does not know which database it is on (docs/database.md).
+This module alone knows how each dialect spells each kind of failure:
 
-    DriverFault.LOCK_TIMEOUT  a lock wait ran out: PostgreSQL 55P03 (lock_timeout), SQLite
-                              "database is locked" (the busy timeout), SQL Server 1222
+    DriverFault.LOCK_TIMEOUT  LockTimeout: a lock wait ran out: PostgreSQL 55P03 (lock_timeout),
+                              SQLite "database is locked" (the busy timeout), SQL Server 1222
                               (SET LOCK_TIMEOUT) or the application lock batch's own error
                               (money.applock_sql)
-    DriverFault.TRANSIENT     the server rolled the attempt back: a deadlock (40P01, 1205) or a
-                              serialization failure (40001); running it again may succeed
-    DriverFault.UNAVAILABLE   the database cannot take the work now: no connection (refused,
-                              gone, dropped mid-statement, half-open and found by a keepalive),
-                              no answer within the statement's bound (PostgreSQL 57014, the
-                              client's own bound, SQL Server HYT00), no pooled connection free
-                              within Database__PoolTimeoutSeconds (SQLAlchemy's TimeoutError),
-                              or SQL Server's and Azure SQL's transient errors (below)
+    DriverFault.TRANSIENT     TransactionRolledBack: the server rolled the attempt back: a
+                              deadlock (40P01, 1205) or a serialization failure (40001); running
+                              it again may succeed
+    DriverFault.UNAVAILABLE   DatabaseUnavailable: the database cannot take the work now: no
+                              connection (refused, gone, dropped mid-statement, half-open and
+                              found by a keepalive), no answer within the statement's bound
+                              (PostgreSQL 57014, the client's own bound, SQL Server HYT00), no
+                              pooled connection free within Database__PoolTimeoutSeconds
+                              (SQLAlchemy's TimeoutError), or SQL Server's and Azure SQL's
+                              transient errors (below)
 
-Neither psycopg nor pyodbc is imported here: errors are read by their SQLSTATE, their number and
-the module that raised them, so a host without unixODBC can still translate PostgreSQL's.
+Two moments translate, both here. Every error SQLAlchemy raises from a driver (a statement, a
+COMMIT or ROLLBACK, a connect) passes the `handle_error` hook that shared/db/engine.py installs on
+every engine it builds: one of the kinds above is raised as its fault in place of SQLAlchemy's
+error, after SQLAlchemy has judged the connection (a dead one is still invalidated, and a failed
+COMMIT is a DatabaseUnavailable like any other). The pool's checkout timeout is no driver error;
+`connected`, which every unit of work opens its connection with, raises it as DatabaseUnavailable.
+`connected` also drops the driver's error from a fault's chain (SQLAlchemy raises the fault from
+it), so its text, which can carry SQL, values and the server's address, reaches no traceback.
+Any other error passes as SQLAlchemy raised it.
+
+Neither psycopg nor pyodbc is imported here: errors are read by their SQLSTATE and their number,
+so a host without unixODBC can still translate PostgreSQL's.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy import Connection, Engine, event
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+from shared.errors import DatabaseFault, DatabaseUnavailable, LockTimeout, TransactionRolledBack
 
 # The error number and text the SQL Server daily-limit batch THROWs when sp_getapplock returns
 # a negative number (shared.money.applock_sql writes the batch).
@@ -91,19 +107,6 @@ def _sqlstate(error: DBAPIError) -> str | None:
     return state if isinstance(state, str) else None
 
 
-def dialect_of(error: BaseException) -> str | None:
-    """The dialect whose driver raised `error`, from the driver's module; None when unknown."""
-    orig = getattr(error, "orig", None)
-    module = type(orig).__module__ if orig is not None else ""
-    if module.startswith("psycopg"):
-        return "postgresql"
-    if module.startswith("sqlite3"):
-        return "sqlite"
-    if module.startswith("pyodbc"):
-        return "mssql"
-    return None
-
-
 def mssql_sqlstate(orig: BaseException | None) -> str | None:
     """The SQLSTATE of a pyodbc error: its first argument (pyodbc raises (sqlstate, message))."""
     args = getattr(orig, "args", ())
@@ -145,21 +148,14 @@ def _transient(error: DBAPIError, dialect: str) -> bool:
     return False
 
 
-def is_unavailable(error: BaseException, dialect: str | None = None) -> bool:
-    """The database cannot take the work now (the module docstring's UNAVAILABLE), on `dialect`
-    (by default, the one whose driver raised `error`): a connection-level failure (raised while
-    connecting, which SQLAlchemy wraps with no statement, or any driver error on a connection
-    SQLAlchemy judged dead), a pool checkout that ran out, a statement the server or the client
-    gave up waiting on, or one of the dialect's transient errors."""
-    if isinstance(error, PoolTimeout):
-        return True
-    if not isinstance(error, DBAPIError):
-        return False
+def _unavailable(error: DBAPIError, dialect: str) -> bool:
+    # A connection-level failure (raised while connecting, which SQLAlchemy wraps with no
+    # statement, or any driver error on a connection SQLAlchemy judged dead), a statement the
+    # server or the client gave up waiting on, or one of the dialect's transient errors.
     if error.connection_invalidated:
         return True
     if isinstance(error, OperationalError | InterfaceError) and error.statement is None:
         return True
-    dialect = dialect or dialect_of(error)
     if dialect == "postgresql":
         state = _sqlstate(error) or ""
         return state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
@@ -168,33 +164,53 @@ def is_unavailable(error: BaseException, dialect: str | None = None) -> bool:
     return False
 
 
-def driver_fault(error: BaseException, dialect: str | None = None) -> DriverFault | None:
-    """What kind of driver failure `error` is on `dialect` (by default, the one whose driver
-    raised it), or None for any other error."""
-    if isinstance(error, PoolTimeout):
-        return DriverFault.UNAVAILABLE
-    if not isinstance(error, DBAPIError):
-        return None
-    dialect = dialect or dialect_of(error) or ""
+def driver_fault(error: DBAPIError, dialect: str) -> DriverFault | None:
+    """What kind of driver failure `error` is on `dialect`, or None for any other error."""
     if _lock_timeout(error, dialect):
         return DriverFault.LOCK_TIMEOUT
     if _transient(error, dialect):
         return DriverFault.TRANSIENT
-    if is_unavailable(error, dialect):
+    if _unavailable(error, dialect):
         return DriverFault.UNAVAILABLE
     return None
 
 
+_FAULTS: dict[DriverFault, type[DatabaseFault]] = {
+    DriverFault.LOCK_TIMEOUT: LockTimeout,
+    DriverFault.TRANSIENT: TransactionRolledBack,
+    DriverFault.UNAVAILABLE: DatabaseUnavailable,
+}
+
+
+def translate_driver_errors(engine: Engine) -> None:
+    """Raise each driver error of a DriverFault kind that `engine` meets as its fault."""
+    event.listen(engine, "handle_error", _translate)
+
+
+def _translate(context: ExceptionContext) -> None:
+    error = context.sqlalchemy_exception
+    # A pre-ping's error stays SQLAlchemy's: the pool reads it to replace a dead connection.
+    if context.is_pre_ping or not isinstance(error, DBAPIError):
+        return
+    kind = driver_fault(error, context.dialect.name)
+    if kind is not None:
+        raise _FAULTS[kind](type(error).__name__)
+
+
 @contextmanager
-def map_driver_faults(
-    dialect: str, faults: Mapping[DriverFault, Callable[[], Exception]]
-) -> Iterator[None]:
-    """Raise `faults[kind]()` in place of a driver error of that kind (without the driver's
-    text, which can carry SQL and bound parameters); any other error passes through."""
+def connected(engine: Engine) -> Iterator[Connection]:
+    """A connection of `engine` for one unit of work, closed after it: a checkout that found no
+    pooled connection free in time is DatabaseUnavailable, and no fault raised while it is open
+    carries the driver's error with it."""
     try:
-        yield
-    except (DBAPIError, PoolTimeout) as exc:
-        kind = driver_fault(exc, dialect)
-        if kind is None or kind not in faults:
-            raise
-        raise faults[kind]() from None
+        with engine.connect() as connection:
+            yield connection
+    except PoolTimeout:
+        raise DatabaseUnavailable(PoolTimeout.__name__) from None
+    except DatabaseFault as fault:
+        raise fault from None
+
+
+def driver_error_name(error: DatabaseFault | SQLAlchemyError) -> str:
+    """The type of the driver error behind `error`, by name: all a message may say of it."""
+    return error.driver_error if isinstance(error, DatabaseFault) else type(error).__name__

@@ -2,6 +2,10 @@
 
 Helpers take the session and never commit: a transaction that must hold a lock, a
 limit check and an audit write together is only as good as its one commit.
+
+A unit opens its connection with shared.db.faults.connected: what the database fails it with is
+a domain database fault (shared/errors.py), or SQLAlchemy's own error when the domain names no
+such kind, and never carries the driver's text.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from sqlalchemy.orm import Session
 
 from shared.db.dialects import DialectName, for_dialect
 from shared.db.engine import default_lock_wait
+from shared.db.faults import connected
 from shared.db.mssql_bounds import lock_timeout_statement
+from shared.errors import DatabaseFault
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 
@@ -43,7 +49,7 @@ def _unit_of_work(
         if server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
         else None
     )
-    with engine.connect() as connection:
+    with connected(engine) as connection:
         if waits.before_begin:
             waits.before_begin(connection, sqlite_begin, wait_seconds)
         try:
@@ -87,7 +93,7 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
     try:
         connection.exec_driver_sql(lock_timeout_statement(seconds))
         connection.commit()
-    except DBAPIError:
+    except (DatabaseFault, DBAPIError):
         # Never back in the pool with another unit's wait; and never masking what the unit
         # itself raised.
         connection.invalidate()
@@ -134,11 +140,10 @@ def one_read(engine: Engine) -> AbstractContextManager[Session]:
 
 @contextmanager
 def _autocommit_read(engine: Engine) -> Iterator[Session]:
-    with (
-        engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection,
-        _session_on(connection) as session,
-    ):
-        yield session
+    with connected(engine) as connection:
+        connection.execution_options(isolation_level="AUTOCOMMIT")
+        with _session_on(connection) as session:
+            yield session
 
 
 @dataclass(frozen=True)

@@ -42,16 +42,14 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Select, bindparam, delete, select, update
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from shared.clock import Clock
 from shared.db.exact import exact_equals_parameter
-from shared.db.faults import DriverFault, driver_fault, is_unavailable
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.storable_text import column_length
+from shared.errors import DatabaseUnavailable, LockTimeout
 from shared.money.key_claim_sql import bounds, claim_statement
 from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, OutcomeUnknown
 from shared.money.retry import CommitLost, run_money_transaction
@@ -198,11 +196,11 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
                     **bounds(dialect),
                 },
             ).first()
-        except DBAPIError as exc:
+        except LockTimeout:
             # A server's lock timeout here is the wait on another attempt's key. SQLite's is the
             # write lock its BEGIN IMMEDIATE waits for (no uncommitted row of another exists
             # there): LOCK_TIMEOUT, as for any writer.
-            if dialect != "sqlite" and driver_fault(exc, dialect) is DriverFault.LOCK_TIMEOUT:
+            if dialect != "sqlite":
                 raise IdempotencyInProgress() from None
             raise
         if claimed is not None:
@@ -251,8 +249,6 @@ def run_keyed(
     claim: IdempotencyClaim[R],
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
-    *,
-    dialect: str,
 ) -> Answer:
     """Run the money transaction of `claim`: the key claimed first, then `move` (which moves the
     money and stores `held.success(receipt)` with it), in the retry loop; a commit whose
@@ -266,7 +262,7 @@ def run_keyed(
 
     def transaction() -> Answer:
         try:
-            return run_money_transaction(open_unit, attempt, dialect=dialect)
+            return run_money_transaction(open_unit, attempt)
         except _Replay as replay:
             return replay.answer
 
@@ -277,12 +273,8 @@ def run_keyed(
     log.warning("%s: the connection was lost during COMMIT; asking the key", claim.operation)
     try:
         again = transaction()
-    except CommitLost:
+    except (CommitLost, DatabaseUnavailable):
         raise OutcomeUnknown() from None
-    except (DBAPIError, PoolTimeout) as exc:
-        if is_unavailable(exc):
-            raise OutcomeUnknown() from None
-        raise
     if isinstance(sent, Answer) and again.replayed and again.body == sent.body:
         # The lost commit landed: this is our own first answer, not an earlier request's.
         return sent

@@ -86,13 +86,7 @@ class AccountRails:
             session.flush()
             return success.answer()
 
-        return run_keyed(
-            self._unit,
-            claim,
-            self._clock,
-            moved,
-            dialect=self._engine.dialect.name,
-        )
+        return run_keyed(self._unit, claim, self._clock, moved)
 
     def internal_transfer(
         self,

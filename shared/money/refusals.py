@@ -7,7 +7,9 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
     NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
     Conflict        IDEMPOTENCY_IN_PROGRESS
     Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Fault           LOCK_TIMEOUT, CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN
+    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN
+
+A lock wait that ran out is LOCK_TIMEOUT, shared.errors.LockTimeout: any statement can meet one.
 """
 
 from __future__ import annotations
@@ -96,16 +98,6 @@ class InsufficientFunds(Refusal):
 
     def __init__(self, *, available: Decimal, requested: Decimal) -> None:
         super().__init__(available=available, requested=requested)
-
-
-class LockTimeout(Fault):
-    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds,
-    or another lock (the audit chain's tail, a row) within Database__LockTimeoutSeconds; a
-    fault, never the 422."""
-
-    error_code = "LOCK_TIMEOUT"
-    title = "The request could not be processed in time; try again."
-    retry_after = 1
 
 
 class ConcurrencyConflict(Fault):

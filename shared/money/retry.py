@@ -1,8 +1,9 @@
 """The retry loop around one money transaction (docs/money.md): each attempt is a fresh unit of
-work; a lost race on an account's concurrency token (or a deadlock the server broke) rolls the
-whole attempt back and runs it again, a bounded number of times. A connection lost during COMMIT
-is not a race: whether the server committed is unknown here, so it is raised as `CommitLost` for
-the caller, which can find out (shared/money/idempotency.py asks the key)."""
+work; a lost race on an account's concurrency token (or a TransactionRolledBack: a deadlock the
+server broke) rolls the whole attempt back and runs it again, a bounded number of times. A
+DatabaseUnavailable during COMMIT is not a race: whether the server committed is unknown here,
+so it is raised as `CommitLost` for the caller, which can find out (shared/money/idempotency.py
+asks the key). Every other fault, LockTimeout among them, passes to the caller."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TypeVar
 
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.db.faults import DriverFault, driver_fault, is_unavailable
-from shared.money.refusals import ConcurrencyConflict, LockTimeout
+from shared.errors import DatabaseUnavailable, TransactionRolledBack
+from shared.money.refusals import ConcurrencyConflict
 
 T = TypeVar("T")
 
@@ -46,7 +46,6 @@ def run_money_transaction(
     open_unit: Callable[[], AbstractContextManager[Session]],
     work: Callable[[Session], T],
     *,
-    dialect: str,
     attempts: int = MAX_ATTEMPTS,
 ) -> T:
     """Run `work` in a unit of work and commit it; on a lost race, start again from scratch.
@@ -57,15 +56,9 @@ def run_money_transaction(
                 result = work(session)
                 _commit(session, result)
                 return result
-        except LostRace:
+        # A deadlock or a serialization failure is a race too: the server rolled it back.
+        except (LostRace, TransactionRolledBack):
             pass
-        except DBAPIError as exc:
-            fault = driver_fault(exc, dialect)
-            if fault is DriverFault.LOCK_TIMEOUT:
-                raise LockTimeout() from None
-            # A deadlock or a serialization failure is a race too: the server rolled it back.
-            if fault is not DriverFault.TRANSIENT:
-                raise
         log.info("Money transaction lost a race (attempt %d of %d); retrying", attempt, attempts)
         # Jitter so losers do not collide again in lockstep.
         time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
@@ -75,7 +68,7 @@ def run_money_transaction(
 def _commit(session: Session, result: object) -> None:
     try:
         session.commit()
-    except DBAPIError as exc:
-        if is_unavailable(exc):
-            raise CommitLost(result) from None
-        raise
+    except TransactionRolledBack:
+        raise  # the server says it rolled back: nothing is unknown, the race is run again
+    except DatabaseUnavailable:
+        raise CommitLost(result) from None

@@ -115,7 +115,6 @@ class TransferService:
             claim,
             self._clock,
             lambda session, held: self._attempt(session, held, order, checked),
-            dialect=self._engine.dialect.name,
         )
 
     def _attempt(

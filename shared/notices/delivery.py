@@ -38,11 +38,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from shared.clock import Clock
-from shared.db.faults import driver_fault
 from shared.db.uow import writing_unit_of_work
+from shared.errors import DatabaseFault
 from shared.notices.address import AddressProblem, address_problem
 from shared.notices.claim import HeldNotice, NoticeClaim
 from shared.notices.evidence import EvidenceFinding, evidence_finding
@@ -192,10 +191,11 @@ class NoticeDeliveryRun:
             try:
                 marked = self._mark_once(notice_id, receipt, after_fault=try_number > 1)
                 break
-            except (DBAPIError, PoolTimeout) as exc:
+            except (DatabaseFault, DBAPIError) as exc:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
-                if driver_fault(exc) is None or not self._may_retry(try_number, pause, lease_until):
+                retryable = isinstance(exc, DatabaseFault)
+                if not retryable or not self._may_retry(try_number, pause, lease_until):
                     _gave_up(attempt, receipt, fault, try_number)
                     raise
                 log.warning(

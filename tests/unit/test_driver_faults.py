@@ -1,6 +1,8 @@
 """Driver errors are translated once, in shared.db.faults, per dialect: a lock wait that
 ran out (ADR-0050 D5: the 503 LOCK_TIMEOUT, never the 422), a race the server rolled back (the
-money retry's), and a database that cannot be reached; every other error is none of them."""
+money retry's), and a database that cannot be reached; every other error is none of them. Each
+kind reaching its caller as its domain fault, on real databases:
+tests/integration/faults/test_driver_errors_reach_callers_as_faults.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import psycopg.errors
 import pytest
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from shared.db.faults import DriverFault, driver_fault, map_driver_faults
+from shared.db.faults import DriverFault, driver_fault
 
 
 def _wrapped(orig: BaseException, statement: str | None = "SELECT 1") -> DBAPIError:
@@ -46,19 +48,3 @@ def test_a_failure_to_connect_is_unavailable_and_a_statements_own_error_is_not()
     refused = sqlite3.OperationalError("unable to open database file")
     assert driver_fault(_wrapped(refused, statement=None), "sqlite") is DriverFault.UNAVAILABLE
     assert driver_fault(IntegrityError("INSERT", {}, Exception("unique")), "sqlite") is None
-    assert driver_fault(ValueError("not a driver error"), "sqlite") is None
-
-
-class Mapped(Exception):
-    pass
-
-
-def test_map_driver_faults_raises_the_named_fault_without_the_drivers_text() -> None:
-    locked = _wrapped(sqlite3.OperationalError("database is locked: /secret/path.db"))
-    faults = {DriverFault.LOCK_TIMEOUT: Mapped}
-    with pytest.raises(Mapped) as raised, map_driver_faults("sqlite", faults):
-        raise locked
-    assert raised.value.__cause__ is None and raised.value.__suppress_context__
-    other = _wrapped(sqlite3.OperationalError("no such table: x"))
-    with pytest.raises(OperationalError), map_driver_faults("sqlite", faults):
-        raise other

@@ -61,7 +61,7 @@ def test_start_opens_nothing_and_the_first_tick_connects(
     assert attempts  # it did try, on the ticks
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 2
-    assert all("OperationalError" in r.getMessage() and r.exc_info is None for r in errors)
+    assert all("DatabaseUnavailable" in r.getMessage() and r.exc_info is None for r in errors)
 
 
 class Counting:

@@ -115,7 +115,7 @@ def test_a_sweep_that_fails_whole_is_logged_at_error_by_type_only_and_the_next_p
         asyncio.run(scenario())
 
     assert len(errors) >= 2  # the loop lived on after the first failure
-    assert all("OperationalError" in r.getMessage() for r in errors)
+    assert all("DatabaseUnavailable" in r.getMessage() for r in errors)
     assert all(r.exc_info is None for r in errors)  # no traceback: a message can echo a path
     assert all("someone-secret" not in r.getMessage() for r in caplog.records)
 

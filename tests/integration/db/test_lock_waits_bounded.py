@@ -12,12 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
 
 from shared.audit.tail_sql import lock_and_read_tail
 from shared.db.engine import EngineOptions, build_engine
-from shared.db.faults import DriverFault, driver_fault
 from shared.db.uow import unit_of_work, writing_unit_of_work
+from shared.errors import LockTimeout
 
 DEFAULT_WAIT = 2  # Database__LockTimeoutSeconds of the waiting engine
 
@@ -80,8 +79,7 @@ def test_a_lock_wait_on_a_held_tail_runs_out_at_its_bound_as_a_lock_timeout(
     waiting: Engine, wait_seconds: int | None
 ) -> None:
     raised, took = _wait_on_the_tail(waiting, wait_seconds)
-    assert isinstance(raised, DBAPIError), raised
-    assert driver_fault(raised) is DriverFault.LOCK_TIMEOUT
+    assert isinstance(raised, LockTimeout), raised
     bound = DEFAULT_WAIT if wait_seconds is None else wait_seconds
     assert bound - 0.2 <= took < bound + 2, took
 

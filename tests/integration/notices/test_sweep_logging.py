@@ -100,7 +100,7 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
 
     assert summary.delivered == 2  # the plain one and the one whose evidence is missing
     assert (summary.refused, summary.taken, summary.failed) == (1, 1, 5)
-    assert lapsed.lease_lapsed and broken.failed_whole == "OperationalError"
+    assert lapsed.lease_lapsed and broken.failed_whole == "DatabaseUnavailable"
 
     texts = []
     for record in caplog.records:
@@ -127,4 +127,4 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
     assert levels(f"{taken} (PinEnrolled) was already marked delivered") == {logging.WARNING}
     assert levels(f"NO AUDIT ROW: notice {exact_finding}") == {logging.WARNING}
     assert levels("outlived its own lease") == {logging.WARNING}
-    assert levels("failed as a whole with OperationalError") == {logging.ERROR}
+    assert levels("failed as a whole with DatabaseUnavailable") == {logging.ERROR}
