@@ -41,10 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return exits.CONFIG
     except (DatabaseFault, SQLAlchemyError) as exc:
-        # A fault the engine translated, or an error it names no kind of (an unmigrated
-        # database's missing table). The driver error's type only: its message can carry the
-        # host, the SQL or (without the engine's hide_parameters) an address. No command answers
-        # with a traceback (docs/cli.md).
+        # A fault, or an error of no kind the domain names (an unmigrated database): the driver
+        # error's type only, its message can carry the host or the SQL. No command answers with a
+        # traceback (docs/cli.md).
         print(
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",

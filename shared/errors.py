@@ -21,8 +21,6 @@ members are keyword arguments (a refusal that always carries some names them in 
 and declares their JSON types in `member_types`). The OpenAPI document is derived from these classes
 (api_funcs/problem_docs.py): an operation lists the refusal classes it can raise, and each status,
 errorCode, member and header it declares comes from them, so nothing is written twice.
-A database fault is raised by shared/db/faults.py alone, where SQLAlchemy raises the driver's error
-it stands for; the rest of the code catches these, never a driver's error.
 Each carries a stable `error_code` (docs/http.md) and a `title` that is safe to show anyone: no
 address, PIN, password, token or secret ever goes into one.
 """
@@ -154,9 +152,8 @@ class Fault(DomainError):
 
 
 class DatabaseFault(Fault):
-    """A driver error of a kind the domain names, raised in its place (shared/db/faults.py).
-    `driver_error` is that error's type, by name: what a log line or a message may say of it.
-    Its text never travels: it can carry SQL, values and the server's address."""
+    """Raised in place of a driver error (shared/db/faults.py); `driver_error` is that error's
+    type, by name, all a log line may say of it: its text can carry SQL, values, an address."""
 
     def __init__(self, driver_error: str) -> None:
         super().__init__()
@@ -164,10 +161,9 @@ class DatabaseFault(Fault):
 
 
 class LockTimeout(DatabaseFault):
-    """A lock wait ran out: the daily-limit lock not granted within
-    DailyLimit__LockTimeoutSeconds (ADR-0050 D5), or another lock (the audit chain's tail, a row;
-    on SQLite the database's write lock) within Database__LockTimeoutSeconds; a fault, never the
-    422."""
+    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds,
+    or another lock (the audit chain's tail, a row) within Database__LockTimeoutSeconds; a
+    fault, never the 422."""
 
     error_code = "LOCK_TIMEOUT"
     title = "The request could not be processed in time; try again."
@@ -185,6 +181,5 @@ class DatabaseUnavailable(DatabaseFault):
 
 
 class TransactionRolledBack(DatabaseUnavailable):
-    """The server rolled the transaction back to break a deadlock or a serialization failure:
-    nothing changed, and running it again may succeed (the money's retry loop does). Answered
-    as DATABASE_UNAVAILABLE."""
+    """The server rolled the transaction back (a deadlock's victim, a serialization failure):
+    nothing changed, and running it again may succeed (the money's retry loop does)."""

@@ -111,8 +111,7 @@ def build_engine(
 
     Every engine hides bound parameters from its log and from its errors' text: a parameter can
     be an address, a password or PIN hash or a stored response body, and a driver error's text
-    reaches tracebacks and log lines (ADR-0017: no address in any log line). Every engine raises
-    a driver error of a kind the domain names as that domain error (shared.db.faults).
+    reaches tracebacks and log lines (ADR-0017: no address in any log line).
 
     `options` sizes the pool of a server's engine (SQLite opens one connection per checkout) and
     bounds every wait on the database: connecting, each statement, each lock, the checkout.

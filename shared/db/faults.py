@@ -1,31 +1,24 @@
 """Driver errors, translated once, here, into the domain's database faults (shared/errors.py), so
-the rest of the code catches those and does not know which database it is on (docs/database.md).
-This module alone knows how each dialect spells each kind of failure:
+no other module knows how each dialect spells each kind of failure (docs/database.md):
 
-    DriverFault.LOCK_TIMEOUT  LockTimeout: a lock wait ran out: PostgreSQL 55P03 (lock_timeout),
-                              SQLite "database is locked" (the busy timeout), SQL Server 1222
-                              (SET LOCK_TIMEOUT) or the application lock batch's own error
-                              (money.applock_sql)
-    DriverFault.TRANSIENT     TransactionRolledBack: the server rolled the attempt back: a
-                              deadlock (40P01, 1205) or a serialization failure (40001); running
-                              it again may succeed
-    DriverFault.UNAVAILABLE   DatabaseUnavailable: the database cannot take the work now: no
-                              connection (refused, gone, dropped mid-statement, half-open and
-                              found by a keepalive), no answer within the statement's bound
-                              (PostgreSQL 57014, the client's own bound, SQL Server HYT00), no
-                              pooled connection free within Database__PoolTimeoutSeconds
-                              (SQLAlchemy's TimeoutError), or SQL Server's and Azure SQL's
-                              transient errors (below)
+    LockTimeout            a lock wait ran out: PostgreSQL 55P03 (lock_timeout), SQLite "database
+                           is locked" (the busy timeout), SQL Server 1222 (SET LOCK_TIMEOUT) or
+                           the application lock batch's own error (money.applock_sql)
+    TransactionRolledBack  the server rolled the attempt back: a deadlock (40P01, 1205) or a
+                           serialization failure (40001); running it again may succeed
+    DatabaseUnavailable    the database cannot take the work now: no connection (refused, gone,
+                           dropped mid-statement, half-open and found by a keepalive), no answer
+                           within the statement's bound (PostgreSQL 57014, the client's own
+                           bound, SQL Server HYT00), no pooled connection free within
+                           Database__PoolTimeoutSeconds, or SQL Server's and Azure SQL's
+                           transient errors (below)
 
-Two moments translate, both here. Every error SQLAlchemy raises from a driver (a statement, a
-COMMIT or ROLLBACK, a connect) passes the `handle_error` hook that shared/db/engine.py installs on
-every engine it builds: one of the kinds above is raised as its fault in place of SQLAlchemy's
-error, after SQLAlchemy has judged the connection (a dead one is still invalidated, and a failed
-COMMIT is a DatabaseUnavailable like any other). The pool's checkout timeout is no driver error;
-`connected`, which every unit of work opens its connection with, raises it as DatabaseUnavailable.
-`connected` also drops the driver's error from a fault's chain (SQLAlchemy raises the fault from
-it), so its text, which can carry SQL, values and the server's address, reaches no traceback.
-Any other error passes as SQLAlchemy raised it.
+Every engine shared/db/engine.py builds raises these through SQLAlchemy's `handle_error` hook in
+place of a statement's, a COMMIT's or a connect's error, once SQLAlchemy has judged the connection
+(a dead one is still invalidated). The pool's checkout timeout is no driver error: `connected`,
+which opens every unit of work's connection, raises it as DatabaseUnavailable, and cuts each fault
+from the driver's error it was raised from, whose text (SQL, values, an address) then reaches no
+traceback. Any other error stays SQLAlchemy's.
 
 Neither psycopg nor pyodbc is imported here: errors are read by their SQLSTATE and their number,
 so a host without unixODBC can still translate PostgreSQL's.
@@ -33,7 +26,6 @@ so a host without unixODBC can still translate PostgreSQL's.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,25 +87,19 @@ _PG_UNAVAILABLE_SQLSTATES = frozenset({"57014", "57P01", "57P02", "57P03", "5330
 _MSSQL_NUMBER = re.compile(r"\((\d{1,6})\)")
 
 
-class DriverFault(enum.Enum):
-    LOCK_TIMEOUT = "lock timeout"
-    TRANSIENT = "transient"
-    UNAVAILABLE = "unavailable"
-
-
 def _sqlstate(error: DBAPIError) -> str | None:
     # psycopg's errors carry the SQLSTATE; compared by code so psycopg need not be imported.
     state = getattr(error.orig, "sqlstate", None)
     return state if isinstance(state, str) else None
 
 
-def mssql_sqlstate(orig: BaseException | None) -> str | None:
+def _mssql_sqlstate(orig: BaseException | None) -> str | None:
     """The SQLSTATE of a pyodbc error: its first argument (pyodbc raises (sqlstate, message))."""
     args = getattr(orig, "args", ())
     return args[0] if args and isinstance(args[0], str) and len(args[0]) == 5 else None
 
 
-def mssql_numbers(orig: BaseException | None) -> set[int]:
+def _mssql_numbers(orig: BaseException | None) -> set[int]:
     """The error numbers a SQL Server driver message names, `(40613)`."""
     return {int(n) for n in _MSSQL_NUMBER.findall(str(orig))}
 
@@ -121,8 +107,8 @@ def mssql_numbers(orig: BaseException | None) -> set[int]:
 def is_mssql_transient(orig: BaseException | None) -> bool:
     """A SQL Server driver error that says the server or the network cannot take the work now:
     a transient number, or a SQLSTATE of a failed or dropped connection or of a timeout."""
-    return mssql_sqlstate(orig) in MSSQL_UNAVAILABLE_SQLSTATES or bool(
-        mssql_numbers(orig) & MSSQL_TRANSIENT_NUMBERS
+    return _mssql_sqlstate(orig) in MSSQL_UNAVAILABLE_SQLSTATES or bool(
+        _mssql_numbers(orig) & MSSQL_TRANSIENT_NUMBERS
     )
 
 
@@ -164,26 +150,19 @@ def _unavailable(error: DBAPIError, dialect: str) -> bool:
     return False
 
 
-def driver_fault(error: DBAPIError, dialect: str) -> DriverFault | None:
-    """What kind of driver failure `error` is on `dialect`, or None for any other error."""
+def driver_fault(error: DBAPIError, dialect: str) -> type[DatabaseFault] | None:
+    """The fault `error` is on `dialect` (the module docstring), or None for any other error."""
     if _lock_timeout(error, dialect):
-        return DriverFault.LOCK_TIMEOUT
+        return LockTimeout
     if _transient(error, dialect):
-        return DriverFault.TRANSIENT
+        return TransactionRolledBack
     if _unavailable(error, dialect):
-        return DriverFault.UNAVAILABLE
+        return DatabaseUnavailable
     return None
 
 
-_FAULTS: dict[DriverFault, type[DatabaseFault]] = {
-    DriverFault.LOCK_TIMEOUT: LockTimeout,
-    DriverFault.TRANSIENT: TransactionRolledBack,
-    DriverFault.UNAVAILABLE: DatabaseUnavailable,
-}
-
-
 def translate_driver_errors(engine: Engine) -> None:
-    """Raise each driver error of a DriverFault kind that `engine` meets as its fault."""
+    """Raise each driver error of a kind the domain names that `engine` meets as its fault."""
     event.listen(engine, "handle_error", _translate)
 
 
@@ -192,9 +171,9 @@ def _translate(context: ExceptionContext) -> None:
     # A pre-ping's error stays SQLAlchemy's: the pool reads it to replace a dead connection.
     if context.is_pre_ping or not isinstance(error, DBAPIError):
         return
-    kind = driver_fault(error, context.dialect.name)
-    if kind is not None:
-        raise _FAULTS[kind](type(error).__name__)
+    fault = driver_fault(error, context.dialect.name)
+    if fault is not None:
+        raise fault(type(error).__name__)
 
 
 @contextmanager

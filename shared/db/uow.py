@@ -3,9 +3,8 @@
 Helpers take the session and never commit: a transaction that must hold a lock, a
 limit check and an audit write together is only as good as its one commit.
 
-A unit opens its connection with shared.db.faults.connected: what the database fails it with is
-a domain database fault (shared/errors.py), or SQLAlchemy's own error when the domain names no
-such kind, and never carries the driver's text.
+A unit's connection comes from shared.db.faults.connected: a database failure the domain names
+reaches the unit's caller as its fault (shared/errors.py), without the driver's text.
 """
 
 from __future__ import annotations

@@ -7,9 +7,7 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
     NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
     Conflict        IDEMPOTENCY_IN_PROGRESS
     Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN
-
-A lock wait that ran out is LOCK_TIMEOUT, shared.errors.LockTimeout: any statement can meet one.
+    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN (LOCK_TIMEOUT: shared.errors)
 """
 
 from __future__ import annotations

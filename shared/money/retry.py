@@ -1,9 +1,8 @@
 """The retry loop around one money transaction (docs/money.md): each attempt is a fresh unit of
-work; a lost race on an account's concurrency token (or a TransactionRolledBack: a deadlock the
-server broke) rolls the whole attempt back and runs it again, a bounded number of times. A
-DatabaseUnavailable during COMMIT is not a race: whether the server committed is unknown here,
-so it is raised as `CommitLost` for the caller, which can find out (shared/money/idempotency.py
-asks the key). Every other fault, LockTimeout among them, passes to the caller."""
+work; a lost race on an account's concurrency token, or a TransactionRolledBack, rolls the whole
+attempt back and runs it again, a bounded number of times. DatabaseUnavailable during COMMIT is
+not a race: whether the server committed is unknown, so it is raised as `CommitLost` for the
+caller, which can ask the key (shared/money/idempotency.py). Other faults (LockTimeout) pass."""
 
 from __future__ import annotations
 
@@ -56,9 +55,8 @@ def run_money_transaction(
                 result = work(session)
                 _commit(session, result)
                 return result
-        # A deadlock or a serialization failure is a race too: the server rolled it back.
         except (LostRace, TransactionRolledBack):
-            pass
+            pass  # a deadlock's victim lost a race too: the server rolled it back
         log.info("Money transaction lost a race (attempt %d of %d); retrying", attempt, attempts)
         # Jitter so losers do not collide again in lockstep.
         time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security

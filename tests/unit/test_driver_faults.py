@@ -12,7 +12,8 @@ import psycopg.errors
 import pytest
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from shared.db.faults import DriverFault, driver_fault
+from shared.db.faults import driver_fault
+from shared.errors import DatabaseUnavailable, LockTimeout, TransactionRolledBack
 
 
 def _wrapped(orig: BaseException, statement: str | None = "SELECT 1") -> DBAPIError:
@@ -27,7 +28,7 @@ MSSQL_APPLOCK_REFUSED = Exception(
 
 @pytest.mark.adr("0050", "D5")
 def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
-    lock = DriverFault.LOCK_TIMEOUT
+    lock = LockTimeout
     assert driver_fault(_wrapped(psycopg.errors.LockNotAvailable()), "postgresql") is lock
     assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is not lock
     assert driver_fault(_wrapped(sqlite3.OperationalError("database is locked")), "sqlite") is lock
@@ -36,15 +37,15 @@ def test_lock_timeouts_are_recognised_per_dialect_and_nothing_else_is() -> None:
     assert driver_fault(_wrapped(Exception("Invalid object name (208)")), "mssql") is None
 
 
-def test_deadlocks_and_serialization_failures_are_transient() -> None:
-    transient = DriverFault.TRANSIENT
-    assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is transient
-    assert driver_fault(_wrapped(psycopg.errors.SerializationFailure()), "postgresql") is transient
+def test_deadlocks_and_serialization_failures_are_transactions_rolled_back() -> None:
+    back = TransactionRolledBack
+    assert driver_fault(_wrapped(psycopg.errors.DeadlockDetected()), "postgresql") is back
+    assert driver_fault(_wrapped(psycopg.errors.SerializationFailure()), "postgresql") is back
     victim = Exception("Transaction was deadlocked ... Rerun the transaction. (1205)")
-    assert driver_fault(_wrapped(victim), "mssql") is transient
+    assert driver_fault(_wrapped(victim), "mssql") is back
 
 
 def test_a_failure_to_connect_is_unavailable_and_a_statements_own_error_is_not() -> None:
     refused = sqlite3.OperationalError("unable to open database file")
-    assert driver_fault(_wrapped(refused, statement=None), "sqlite") is DriverFault.UNAVAILABLE
+    assert driver_fault(_wrapped(refused, statement=None), "sqlite") is DatabaseUnavailable
     assert driver_fault(IntegrityError("INSERT", {}, Exception("unique")), "sqlite") is None

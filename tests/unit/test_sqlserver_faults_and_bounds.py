@@ -20,10 +20,10 @@ from shared.db.engine import EngineOptions, build_engine
 from shared.db.faults import (
     MSSQL_TRANSIENT_NUMBERS,
     MSSQL_UNAVAILABLE_SQLSTATES,
-    DriverFault,
     driver_fault,
 )
 from shared.db.mssql_bounds import connect_with_retry, lock_timeout_statement
+from shared.errors import DatabaseUnavailable, LockTimeout, TransactionRolledBack
 from tests.support.services import service_missing
 from tests.support.tsql_parse import parse_problem
 
@@ -106,7 +106,7 @@ def test_each_transient_sql_server_error_is_unavailable(
 ) -> None:
     sqlstate, text = TRANSIENT[number]
     orig = _pyodbc_error(pyodbc, sqlstate, text, number, "SQLExecDirectW")
-    assert driver_fault(_wrapped(pyodbc, orig, statement), "mssql") is DriverFault.UNAVAILABLE
+    assert driver_fault(_wrapped(pyodbc, orig, statement), "mssql") is DatabaseUnavailable
 
 
 @pytest.mark.parametrize("sqlstate", sorted(STATES))
@@ -114,7 +114,7 @@ def test_each_dropped_connection_or_timeout_state_is_unavailable(
     pyodbc: Any, sqlstate: str
 ) -> None:
     orig = _pyodbc_error(pyodbc, sqlstate, STATES[sqlstate], 0, "SQLExecDirectW")
-    assert driver_fault(_wrapped(pyodbc, orig), "mssql") is DriverFault.UNAVAILABLE
+    assert driver_fault(_wrapped(pyodbc, orig), "mssql") is DatabaseUnavailable
 
 
 def test_a_statements_own_error_and_the_lock_errors_are_not_unavailable(pyodbc: Any) -> None:
@@ -129,11 +129,11 @@ def test_a_statements_own_error_and_the_lock_errors_are_not_unavailable(pyodbc: 
     lock = _pyodbc_error(
         pyodbc, "HY000", "[SQL Server]Lock request time out period exceeded.", 1222, "SQLExecute"
     )
-    assert driver_fault(_wrapped(pyodbc, lock), "mssql") is DriverFault.LOCK_TIMEOUT
+    assert driver_fault(_wrapped(pyodbc, lock), "mssql") is LockTimeout
     deadlock = _pyodbc_error(
         pyodbc, "40001", "[SQL Server]Transaction was deadlocked.", 1205, "SQLExecDirectW"
     )
-    assert driver_fault(_wrapped(pyodbc, deadlock), "mssql") is DriverFault.TRANSIENT
+    assert driver_fault(_wrapped(pyodbc, deadlock), "mssql") is TransactionRolledBack
 
 
 def test_a_connect_refused_while_the_database_resumes_is_tried_again_and_succeeds(
