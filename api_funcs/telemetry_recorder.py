@@ -1,18 +1,6 @@
-"""shared's `Telemetry` port implemented on the OpenTelemetry API: the recorder a host gets from
-api_funcs.telemetry.host_telemetry when APPLICATIONINSIGHTS_CONNECTION_STRING is set, the
-request spans, and the refusal counts. Imported with the first request or the configured
-recorder, never at a cold start. Only the OpenTelemetry API is imported here.
-
-What is exported, and nothing more (docs/operations.md, "Alerting"):
-  traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
-  metrics  azurebank.notices.delivered / .refused / .failed (per sweep, by runner kind),
-           azurebank.notices.sweeps (by result), azurebank.notices.owed and
-           azurebank.notices.oldest_owed_age (observable gauges read from the database),
-           azurebank.daily_limit.refusals, azurebank.money.lock_timeouts,
-           azurebank.money.concurrency_conflicts, azurebank.pin.lockouts (by operation)
-Attributes are route templates, methods, status codes, operation names and runner kinds: never a
-raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D4).
-"""
+"""shared's `Telemetry` port on the OpenTelemetry API alone, imported with the first request and
+never at a cold start: the recorder, request spans and refusal counts a host exports, exactly
+docs/operations.md's "Alerting" list (no raw URL, address, PIN, token, tag or user id)."""
 
 from __future__ import annotations
 
@@ -69,8 +57,8 @@ Backlog = Callable[[], "OwedBacklog"]
 
 
 class OpenTelemetryRecorder:
-    """`Telemetry` on the OpenTelemetry API, over the providers it is given (the distro's
-    globals on Azure; the SDK's in-memory ones in tests)."""
+    """`Telemetry` over the providers it is given (the distro's globals on Azure; the SDK's
+    in-memory ones in tests)."""
 
     def __init__(
         self,
@@ -157,8 +145,8 @@ class OpenTelemetryRecorder:
 
 
 class _BacklogGauges:
-    """The two gauges' callbacks: a read each (one statement, once per export interval), and no
-    observation when the read fails: a gauge is no reason to fail an export."""
+    """The two gauges' callbacks, a read each per export; no observation when the read fails: a
+    gauge is no reason to fail an export."""
 
     def __init__(self, backlog: Backlog) -> None:
         self.backlog = backlog
@@ -180,8 +168,8 @@ class _BacklogGauges:
 
 
 class RequestSpans(HttpMiddleware):
-    """One SERVER span per HTTP request, named by its route template once routing is done, so
-    no raw path or query string (which could carry anything a caller typed) is exported."""
+    """One SERVER span per HTTP request, named by its route template once routing is done, so no
+    raw path or query string is exported."""
 
     def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
         super().__init__(app)

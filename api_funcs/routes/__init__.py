@@ -1,5 +1,5 @@
 """FastAPI routers, one module per feature. An operation's Function name, route name and
-operationId are its handler's name (`operation_id`)."""
+operationId are one name: its handler's, unless the route is given one (`operation_id`)."""
 
 from fastapi.routing import APIRoute
 

@@ -66,8 +66,8 @@ router = APIRouter(
     route_class=DecimalJSONRoute, tags=["transactions"], generate_unique_id_function=operation_id
 )
 
-# Each operation lists its refusals in rung order (docs/decisions.md#adr-0050-rung-table); the
-# document is derived from these classes. Then what every idempotent operation can answer:
+# The refusals each operation can raise, in rung order (docs/decisions.md#adr-0050-rung-table),
+# then what every operation of its kind can answer; the document is derived from these classes.
 _IDEMPOTENT: Refusals = (
     ValidationFailed,
     IdempotencyKeyRequired,
@@ -81,12 +81,39 @@ _IDEMPOTENT: Refusals = (
 )
 _ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
 
+REFUSALS: dict[str, Refusals] = {
+    "mint": (
+        ValidationFailed,
+        Unauthenticated,
+        AccountNotFound,
+        PayeeNotFound,
+        AccountForbidden,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        PinRequired,
+        InvalidPin,
+        PinLocked,
+    ),
+    "transfer": (
+        *_IDEMPOTENT,
+        AuthorizationRequired,
+        AuthorizationExpired,
+        AuthorizationInvalid,
+        PayeeNotFound,
+        PayeeInvalid,
+        DailyLimitExceeded,
+        InsufficientFunds,
+    ),
+    "internal_transfer": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "deposit": (*_IDEMPOTENT, *_ACCOUNT),
+    "withdrawal": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "allowance": (Unauthenticated,),
+}
 
-def _responses(refusals: Refusals, success: int, model: type[Any], **ok: Any) -> Any:
-    return {
-        **error_code_responses(refusals),
-        success: {"model": model, "description": "Done.", **ok},
-    }
+
+def _responses(operation: str, success: int, model: type[Any], **ok: Any) -> Any:
+    responses = error_code_responses(REFUSALS[operation])
+    return {**responses, success: {"model": model, "description": "Done.", **ok}}
 
 
 def _idempotency_key(request: Request) -> str:
@@ -128,13 +155,12 @@ R = TypeVar("R")
 @dataclass(frozen=True)
 class MoneyOperation(Generic[R]):
     """An idempotent money operation (docs/http.md#idempotency): its Function name, route, success
-    body (201, rendering the service's receipt R) and refusals."""
+    body (201, rendering the service's receipt R)."""
 
     name: str
     path: str
     summary: str
     response: type[Receipt]
-    refusals: Refusals
 
     def route(self) -> Callable[[Route], Route]:
         return router.post(
@@ -143,9 +169,7 @@ class MoneyOperation(Generic[R]):
             summary=self.summary,
             status_code=201,
             response_model=None,
-            responses=_responses(
-                (*_IDEMPOTENT, *self.refusals), 201, self.response, headers=REPLAYED_HEADER
-            ),
+            responses=_responses(self.name, 201, self.response, headers=REPLAYED_HEADER),
             openapi_extra=idempotency_key_parameter(),
             dependencies=[AUDITED],
         )
@@ -164,36 +188,24 @@ TRANSFER = MoneyOperation[TransferReceipt](
     "/api/transactions/transfer",
     "Spend a transfer authorization: an external transfer under the daily limit",
     TransferResponse,
-    (
-        AuthorizationRequired,
-        AuthorizationExpired,
-        AuthorizationInvalid,
-        PayeeNotFound,
-        PayeeInvalid,
-        DailyLimitExceeded,
-        InsufficientFunds,
-    ),
 )
 INTERNAL_TRANSFER = MoneyOperation[InternalTransferReceipt](
     "internal_transfer",
     "/api/transactions/internal-transfer",
     "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
     InternalTransferResponse,
-    (*_ACCOUNT, InsufficientFunds),
 )
 DEPOSIT = MoneyOperation[RailReceipt](
     "deposit",
     "/api/transactions/deposit",
     "Deposit into one of the caller's accounts",
     RailResponse,
-    _ACCOUNT,
 )
 WITHDRAWAL = MoneyOperation[RailReceipt](
     "withdrawal",
     "/api/transactions/withdrawal",
     "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
     RailResponse,
-    (*_ACCOUNT, InsufficientFunds),
 )
 
 
@@ -202,22 +214,7 @@ WITHDRAWAL = MoneyOperation[RailReceipt](
     summary="Check the PIN and issue a transfer authorization (ADR-0042, ADR-0050 D4.1)",
     status_code=201,
     response_model=None,
-    responses=_responses(
-        (
-            ValidationFailed,
-            Unauthenticated,
-            AccountNotFound,
-            PayeeNotFound,
-            AccountForbidden,
-            PayeeInvalid,
-            DailyLimitExceeded,
-            PinRequired,
-            InvalidPin,
-            PinLocked,
-        ),
-        201,
-        MintResponse,
-    ),
+    responses=_responses("mint", 201, MintResponse),
 )
 def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
@@ -267,7 +264,7 @@ _single_account(WITHDRAWAL, AccountRails.withdrawal)
     "/api/transactions/allowance",
     summary="What today's external transfers have left (beyond the ADR: its D8 read)",
     response_model=None,
-    responses=_responses((Unauthenticated,), 200, AllowanceResponse),
+    responses=_responses("allowance", 200, AllowanceResponse),
 )
 def allowance(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     with unit_of_work(services.engine) as session:
