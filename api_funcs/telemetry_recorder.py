@@ -53,6 +53,13 @@ _REFUSAL_METRICS: tuple[tuple[type[DomainError], str, str], ...] = (
     ),
 )
 
+# A sweep's counts, exported per sweep by runner kind as `azurebank.notices.<count>`.
+_SWEEP_COUNTS = {
+    "delivered": "Notices delivered",
+    "refused": "Notices refused: the file or blob already existed (ADR-0048 D3)",
+    "failed": "Notices not delivered: unusable address, unrenderable kind, transport",
+}
+
 Backlog = Callable[[], "OwedBacklog"]
 
 
@@ -69,19 +76,12 @@ class OpenTelemetryRecorder:
     ) -> None:
         self.tracer = tracer_provider.get_tracer(SCOPE)
         meter = meter_provider.get_meter(SCOPE)
-        self._delivered = meter.create_counter(
-            "azurebank.notices.delivered", unit="{notice}", description="Notices delivered"
-        )
-        self._refused = meter.create_counter(
-            "azurebank.notices.refused",
-            unit="{notice}",
-            description="Notices refused: the file or blob already existed (ADR-0048 D3)",
-        )
-        self._failed = meter.create_counter(
-            "azurebank.notices.failed",
-            unit="{notice}",
-            description="Notices not delivered: unusable address, unrenderable kind, transport",
-        )
+        self._counts = {
+            count: meter.create_counter(
+                f"azurebank.notices.{count}", unit="{notice}", description=text
+            )
+            for count, text in _SWEEP_COUNTS.items()
+        }
         self._sweeps = meter.create_counter(
             "azurebank.notices.sweeps", unit="{sweep}", description="Sweeps, by result"
         )
@@ -131,9 +131,8 @@ class OpenTelemetryRecorder:
             if summary.failed_whole is not None:
                 # The exception's type only (ADR-0048 D4: its message can echo a path).
                 span.set_status(Status(StatusCode.ERROR, summary.failed_whole))
-        self._delivered.add(summary.delivered, attributes)
-        self._refused.add(summary.refused, attributes)
-        self._failed.add(summary.failed, attributes)
+        for count, counter in self._counts.items():
+            counter.add(getattr(summary, count), attributes)
         result = "failed" if summary.failed_whole is not None else "ok"
         self._sweeps.add(1, {**attributes, "azurebank.sweep.result": result})
         return summary

@@ -37,15 +37,10 @@ class JwksKeys:
         """The signing key named `kid`, or None when the key set does not hold it."""
         with self._lock:
             now = self._clock.now()
-            if (self._stale(now) or kid not in self._keys) and self._may_fetch(now):
+            fresh = _within(self._fetched_at, now, self.MAX_AGE_SECONDS) and kid in self._keys
+            if not fresh and not _within(self._tried_at, now, self.REFETCH_SECONDS):
                 self._fetch(now)
             return self._keys.get(kid)
-
-    def _stale(self, now: datetime) -> bool:
-        return not _within(self._fetched_at, now, self.MAX_AGE_SECONDS)
-
-    def _may_fetch(self, now: datetime) -> bool:
-        return not _within(self._tried_at, now, self.REFETCH_SECONDS)
 
     def _fetch(self, now: datetime) -> None:
         self._tried_at = now

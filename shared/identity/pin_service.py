@@ -104,5 +104,6 @@ class PinChanges:
                     AuditEventId=audit_id,
                 )
             )
+            session.flush()
             session.commit()
         return audit_id

@@ -99,13 +99,11 @@ def _reserve_attempt(
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     reserved = _count_attempt(session, pin_settings.MaxFailedAttempts, until, user_id, now)
     state = session.execute(
-        select(AspNetUser.PinHash, AspNetUser.PinAccessFailedCount, AspNetUser.PinLockoutEnd).where(
-            AspNetUser.Id == user_id
-        )
+        select(AspNetUser.PinHash, AspNetUser.PinLockoutEnd).where(AspNetUser.Id == user_id)
     ).first()
     if state is None:
         return Unauthenticated()
-    pin_hash, _count, locked_until = state
+    pin_hash, locked_until = state
     if reserved == 1 and pin_hash is not None:
         # A reservation is made only while unlocked, so a lockout end now is this attempt's.
         return str(pin_hash), locked_until is not None
