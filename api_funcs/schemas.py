@@ -62,17 +62,22 @@ def cents(amount: Decimal) -> Decimal:
     return amount.quantize(Decimal("0.01"))
 
 
+def compared_text_refusal(text: str, units: int) -> str | None:
+    """Why `text` is no value every database stores and compares alike in a column of `units`
+    (docs/money.md#request-bodies), or None; SQL Server's `=` ignores trailing spaces."""
+    reason = unstorable_reason(text, units)
+    if reason is None and text != text.strip():
+        return "must not begin or end with a space"
+    return reason
+
+
 _TAG_UNITS = column_length(AspNetUser.AzureTag)
 
 
 def _storable_tag(tag: str) -> str:
-    # Text every database holds and compares alike (docs/money.md#request-bodies); SQL Server's
-    # `=` ignores trailing spaces, the others' do not (docs/database.md).
-    reason = unstorable_reason(tag, _TAG_UNITS)
+    reason = compared_text_refusal(tag, _TAG_UNITS)
     if reason is not None:
         raise ValueError(reason)
-    if tag != tag.strip():
-        raise ValueError("must not begin or end with a space")
     return tag
 
 

@@ -34,9 +34,9 @@ from api_funcs.schemas import (
     TransferBody,
     TransferResponse,
     cents,
+    compared_text_refusal,
 )
 from shared.audit.chain import AuditChainUnavailable
-from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
@@ -123,16 +123,12 @@ def _idempotency_key(request: Request) -> str:
         raise _bad_key("must be sent once")
     if not keys or not keys[0].strip():
         raise IdempotencyKeyRequired()
-    key = keys[0]
-    # Stored in and compared with IdempotencyRecords.Key: text every database holds.
-    reason = unstorable_reason(key, MAX_KEY_LENGTH)
+    # Stored in and compared with IdempotencyRecords.Key, whose unique index on SQL Server would
+    # take `abc` and `abc ` for one key.
+    reason = compared_text_refusal(keys[0], MAX_KEY_LENGTH)
     if reason is not None:
         raise _bad_key(reason)
-    if key != key.strip():
-        # SQL Server's `=` and unique index ignore trailing spaces; refused here, `abc` and
-        # `abc ` never meet in the database (docs/database.md).
-        raise _bad_key("must not begin or end with a space")
-    return key
+    return keys[0]
 
 
 def _bad_key(message: str) -> DomainError:
@@ -242,22 +238,25 @@ def internal_transfer(
     return _answer(services.rails.internal_transfer(claim, source, target, amount))
 
 
+RailMove = Callable[[IdempotencyClaim[RailReceipt], uuid.UUID, Decimal], Answer]
+
+
 def _single_account(
-    operation: MoneyOperation[RailReceipt],
-    move: Callable[[AccountRails, IdempotencyClaim[RailReceipt], uuid.UUID, Decimal], Answer],
+    operation: MoneyOperation[RailReceipt], move: Callable[[AccountRails], RailMove]
 ) -> None:
-    """Route a deposit or a withdrawal: one account, one amount, `move` on the host's rails."""
+    """Route a deposit or a withdrawal: one account, one amount, the move `move` picks of the
+    host's rails."""
 
     @operation.route()
     def rail(
         request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
     ) -> Response:
         claim = operation.claim(request, user_id, body)
-        return _answer(move(services.rails, claim, body.accountId, cents(body.amount)))
+        return _answer(move(services.rails)(claim, body.accountId, cents(body.amount)))
 
 
-_single_account(DEPOSIT, AccountRails.deposit)
-_single_account(WITHDRAWAL, AccountRails.withdrawal)
+_single_account(DEPOSIT, lambda rails: rails.deposit)
+_single_account(WITHDRAWAL, lambda rails: rails.withdrawal)
 
 
 @router.get(
