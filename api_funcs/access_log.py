@@ -1,10 +1,6 @@
-"""The access line `azurebank serve` writes in place of uvicorn's: method, path, status and how
-long the answer took; never the query string, where a client may put a token
-(`?access_token=…`), nor the client's address.
-
-Written from the ASGI scope, whose `path` never holds the query string (the ASGI spec keeps it
-in `query_string`), rather than filtered out of uvicorn's line, whose record arguments are the
-request target as sent, query included, in an order that is uvicorn's to change."""
+"""The access line `azurebank serve` writes in place of uvicorn's (docs/money.md#logging), from
+the ASGI scope, whose `path` never holds the query string, where a client may put a token: not
+filtered out of uvicorn's line, whose arguments hold the target as sent, in uvicorn's order."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""A bound on request bodies (docs/http.md: no input produces a 500, and a malformed body is 400
-VALIDATION_FAILED naming it). Every operation of this API takes a few hundred bytes; without a
-bound a caller could make the host read, decode and validate megabytes per request."""
+"""A bound on request bodies (docs/money.md#request-bodies): every operation takes a few hundred
+bytes, and without one a caller could make the host read, decode and validate megabytes."""
 
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api_funcs.http_middleware import HttpMiddleware
 from api_funcs.problems import refusal_problem
 from shared.errors import ValidationFailed
 
@@ -13,18 +13,15 @@ from shared.errors import ValidationFailed
 MAX_BODY_BYTES = 65_536
 
 
-class BodyLimit:
-    """ASGI middleware: refuse a body over `max_bytes` before any route reads it, whether the
-    size is declared (Content-Length) or only counted as it arrives (chunked)."""
+class BodyLimit(HttpMiddleware):
+    """Refuse a body over `max_bytes` before any route reads it, whether the size is declared
+    (Content-Length) or only counted as it arrives (chunked)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)

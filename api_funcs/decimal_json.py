@@ -1,13 +1,6 @@
-"""Request bodies parsed with every JSON fraction as a `Decimal`, never a float (docs/database.md,
-docs/http.md): `0.1` arrives as Decimal('0.1') exactly as the client wrote it, so "at most two
-decimals" is a question about the digits sent, not about a binary approximation of them. Every
-router with a request body uses it, so anything that is not JSON reaches the caller as 400
-VALIDATION_FAILED naming the body (docs/http.md), whatever made it unreadable.
-
-A number that is JSON but that no Decimal or int can hold (an exponent past the decimal module's
-limit, `1e1000000000000000000`: decimal.InvalidOperation, an ArithmeticError; an integer past
-Python's digit limit: a ValueError) is read as UNHOLDABLE, so the field holding it is refused by
-name (400 VALIDATION_FAILED naming `amount`), not the whole body."""
+"""Request bodies with every JSON fraction read as a `Decimal`, the digits sent, never a float
+(docs/http.md#bodies); every router with a body uses it, so whatever is not JSON is 400
+VALIDATION_FAILED naming the body, and a number no Decimal or int holds refuses its own field."""
 
 from __future__ import annotations
 
@@ -21,8 +14,8 @@ from fastapi.routing import APIRoute
 
 
 class UnholdableNumber:
-    """The value of a JSON number too large (or too finely exponented) to hold. It keeps none of
-    the number's digits: a refusal never echoes what the caller sent."""
+    """A JSON number past the decimal module's exponent limit or Python's digit limit, keeping
+    none of its digits: a refusal never echoes what the caller sent."""
 
     __slots__ = ()
 

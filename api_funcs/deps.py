@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
-from shared.audit.chain import AuditChain, AuditChainUnavailable
+from shared.audit.chain import AuditChainUnavailable
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
@@ -39,47 +39,32 @@ def get_services(ctx: Context) -> Services:
 HostServices = Annotated[Services, Depends(get_services)]
 
 
-def require_audit_chain(services: HostServices) -> AuditChain:
-    """The host's AuditChain; 503 AUDIT_CHAIN_UNAVAILABLE while Audit__ChainKey is unset (the
-    log line names the key and the fix, never a value). A dependency of every audited
-    operation, after the caller's, so an unauthenticated request is still 401."""
-    try:
-        return services.require_audit_chain()
-    except SettingsError as exc:
-        log.error("%s", exc)
-        raise AuditChainUnavailable from None
-
-
-Chain = Annotated[AuditChain, Depends(require_audit_chain)]
-
-
 def get_session(services: HostServices) -> Iterator[Session]:
     """A unit of work for one request; it rolls back unless the handler commits."""
     with unit_of_work(services.engine) as session:
         yield session
 
 
-# Every /api operation but health needs `Authorization: Bearer <JWT>`. Declared as a
-# security scheme so the OpenAPI document says so on each operation that depends on the caller.
-# auto_error=False: the refusal stays ours (401 UNAUTHENTICATED problem+json, WWW-Authenticate),
-# not FastAPI's. It reads the header as we did: scheme case-insensitive, the token stripped.
+# A security scheme, so the document says which operations need the caller (docs/security.md);
+# auto_error=False keeps the refusal ours: 401 UNAUTHENTICATED problem+json, WWW-Authenticate.
 BEARER = HTTPBearer(
     scheme_name="bearer",
     bearerFormat="JWT",
     description="A JWT whose `sub` is the caller's AspNetUsers.Id.",
     auto_error=False,
 )
-BearerCredentials = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
-def current_user_id(credentials: BearerCredentials, services: HostServices) -> str:
-    """The caller, from a verified bearer token only; 401 UNAUTHENTICATED otherwise, with
-    nothing about why beyond what the caller may know. Sync: JWKS fetches block."""
+def current_user_id(
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
+    services: HostServices,
+) -> str:
+    """The caller, from a verified bearer token only; 401 UNAUTHENTICATED, saying nothing about
+    why, otherwise. Sync: JWKS fetches block."""
     if credentials is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     try:
-        # The verifier refuses any `sub` no database can store and compare (claims.user_id)
-        # before it reaches this query.
+        # The verifier refuses any `sub` no database can store and compare (claims.user_id).
         claimed = services.tokens.verify(credentials.credentials)
     except InvalidToken:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
@@ -92,3 +77,17 @@ def current_user_id(credentials: BearerCredentials, services: HostServices) -> s
 
 
 CurrentUser = Annotated[str, Depends(current_user_id)]
+
+
+def require_audit_chain(_: CurrentUser, services: HostServices) -> None:
+    """503 AUDIT_CHAIN_UNAVAILABLE while Audit__ChainKey is unset (the log line names the key and
+    the fix, never a value); after the caller's check, so no token is still 401."""
+    try:
+        services.require_audit_chain()
+    except SettingsError as exc:
+        log.error("%s", exc)
+        raise AuditChainUnavailable from None
+
+
+# Every audited operation's: `dependencies=[AUDITED]`.
+AUDITED = Depends(require_audit_chain)

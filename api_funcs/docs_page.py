@@ -1,7 +1,5 @@
-"""`GET /api/docs`: the API page, Swagger UI over `/api/openapi.json`, every asset served by the
-app itself from the `swagger-ui-bundle-v2` package (docs/http.md): no CDN, because the machines that
-read it may be offline. On under `azurebank serve`; off under the Functions host unless
-`ApiDocs__Enabled` turns it on (docs/settings.md)."""
+"""`GET /api/docs`: Swagger UI over `/api/openapi.json`, every asset served by the app from the
+`swagger-ui-bundle-v2` package, no CDN, for machines that may be offline (docs/settings.md)."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def docs_page_on(settings: Settings, *, functions_host: bool) -> bool:
 
 
 def install_docs_page(app: FastAPI) -> None:
-    """The page and its assets, as plain routes: they are no operation of the API (the OpenAPI
-    document and the Function/route pin leave them out)."""
+    """The page and its assets, as plain routes: no operation of the API, nor of its document."""
     from swagger_ui_bundle import swagger_ui_path
 
     bundle = Path(str(swagger_ui_path))

@@ -1,13 +1,6 @@
-"""Response JSON whose numbers are exactly the Decimals the server holds (docs/http.md: money
-travels as a JSON number; the server holds it as `Decimal`).
-
-The standard encoder writes a number only from an int or a float, and a float keeps about 15
-significant digits: a balance of 99999999999999.99 (inside Accounts.Balance's Numeric(18,4))
-went out as 99999999999999.98. Its `default` hook cannot help (what it returns is encoded again,
-so a Decimal could only become a string). So this encoder writes a Decimal as its own digits,
-in plain notation without trailing zeros (4000.0000 → 4000, 5000.0100 → 5000.01), the same
-text a float gave whenever the float was exact; everything else as `json.dumps` writes it,
-compact. Stored idempotent bodies are replayed as stored, never re-rendered (ADR-0009)."""
+"""Response JSON whose numbers are exactly the Decimals the server holds (docs/http.md#bodies).
+`json.dumps` writes a number only from an int or a float, which keeps ~15 significant digits
+(99999999999999.99 → …98), and its `default` hook can only make a Decimal a string."""
 
 from __future__ import annotations
 
@@ -21,7 +14,8 @@ from fastapi.responses import JSONResponse
 
 
 def number_text(value: Decimal) -> str:
-    """A finite Decimal as a JSON number's text, every digit kept, no exponent."""
+    """A finite Decimal as a JSON number's text, every digit kept, no exponent and no trailing
+    zero (5000.0100 → 5000.01: a float's text whenever the float was exact)."""
     if not value.is_finite():
         raise ValueError("a JSON number is finite")
     text = format(value, "f")
@@ -62,8 +56,7 @@ def _encode(value: Any, ensure_ascii: bool) -> Iterator[str]:
 
 
 class ExactJSONResponse(JSONResponse):
-    """A JSONResponse (same bytes as Starlette's for everything but a Decimal) that writes each
-    Decimal exactly."""
+    """Starlette's JSONResponse, the same bytes but for each Decimal, which is written exactly."""
 
     def render(self, content: Any) -> bytes:
         return dumps(content, ensure_ascii=False).encode("utf-8")

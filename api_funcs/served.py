@@ -3,8 +3,8 @@ loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifesp
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -34,12 +34,8 @@ def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastA
 def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
     """Start the relay after the app's own startup and stop it before the app's shutdown."""
     app.state.notice_relay = relay
-    app.router.lifespan_context = _with_relay(app.router.lifespan_context, relay)
+    inner = app.router.lifespan_context
 
-
-def _with_relay(
-    inner: Callable[[Any], AbstractAsyncContextManager[Any]], relay: NoticeRelayService
-) -> Callable[[Any], AbstractAsyncContextManager[Any]]:
     @asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[Any]:
         async with inner(app) as state:
@@ -49,4 +45,4 @@ def _with_relay(
             finally:
                 await relay.stop()
 
-    return lifespan
+    app.router.lifespan_context = lifespan

@@ -1,18 +1,6 @@
-"""shared's `Telemetry` port implemented on the OpenTelemetry API: the recorder a host gets from
-api_funcs.telemetry.host_telemetry when APPLICATIONINSIGHTS_CONNECTION_STRING is set, the
-request spans, and the refusal counts. Imported with the first request or the configured
-recorder, never at a cold start. Only the OpenTelemetry API is imported here.
-
-What is exported, and nothing more (docs/operations.md, "Alerting"):
-  traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
-  metrics  azurebank.notices.delivered / .refused / .failed (per sweep, by runner kind),
-           azurebank.notices.sweeps (by result), azurebank.notices.owed and
-           azurebank.notices.oldest_owed_age (observable gauges read from the database),
-           azurebank.daily_limit.refusals, azurebank.money.lock_timeouts,
-           azurebank.money.concurrency_conflicts, azurebank.pin.lockouts (by operation)
-Attributes are route templates, methods, status codes, operation names and runner kinds: never a
-raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D4).
-"""
+"""shared's `Telemetry` port on the OpenTelemetry API alone, imported with the first request and
+never at a cold start: the recorder, request spans and refusal counts a host exports, exactly
+docs/operations.md's "Alerting" list (no raw URL, address, PIN, token, tag or user id)."""
 
 from __future__ import annotations
 
@@ -65,12 +53,19 @@ _REFUSAL_METRICS: tuple[tuple[type[DomainError], str, str], ...] = (
     ),
 )
 
+# A sweep's counts, exported per sweep by runner kind as `azurebank.notices.<count>`.
+_SWEEP_COUNTS = {
+    "delivered": "Notices delivered",
+    "refused": "Notices refused: the file or blob already existed (ADR-0048 D3)",
+    "failed": "Notices not delivered: unusable address, unrenderable kind, transport",
+}
+
 Backlog = Callable[[], "OwedBacklog"]
 
 
 class OpenTelemetryRecorder:
-    """`Telemetry` on the OpenTelemetry API, over the providers it is given (the distro's
-    globals on Azure; the SDK's in-memory ones in tests)."""
+    """`Telemetry` over the providers it is given (the distro's globals on Azure; the SDK's
+    in-memory ones in tests)."""
 
     def __init__(
         self,
@@ -81,19 +76,12 @@ class OpenTelemetryRecorder:
     ) -> None:
         self.tracer = tracer_provider.get_tracer(SCOPE)
         meter = meter_provider.get_meter(SCOPE)
-        self._delivered = meter.create_counter(
-            "azurebank.notices.delivered", unit="{notice}", description="Notices delivered"
-        )
-        self._refused = meter.create_counter(
-            "azurebank.notices.refused",
-            unit="{notice}",
-            description="Notices refused: the file or blob already existed (ADR-0048 D3)",
-        )
-        self._failed = meter.create_counter(
-            "azurebank.notices.failed",
-            unit="{notice}",
-            description="Notices not delivered: unusable address, unrenderable kind, transport",
-        )
+        self._counts = {
+            count: meter.create_counter(
+                f"azurebank.notices.{count}", unit="{notice}", description=text
+            )
+            for count, text in _SWEEP_COUNTS.items()
+        }
         self._sweeps = meter.create_counter(
             "azurebank.notices.sweeps", unit="{sweep}", description="Sweeps, by result"
         )
@@ -143,9 +131,8 @@ class OpenTelemetryRecorder:
             if summary.failed_whole is not None:
                 # The exception's type only (ADR-0048 D4: its message can echo a path).
                 span.set_status(Status(StatusCode.ERROR, summary.failed_whole))
-        self._delivered.add(summary.delivered, attributes)
-        self._refused.add(summary.refused, attributes)
-        self._failed.add(summary.failed, attributes)
+        for count, counter in self._counts.items():
+            counter.add(getattr(summary, count), attributes)
         result = "failed" if summary.failed_whole is not None else "ok"
         self._sweeps.add(1, {**attributes, "azurebank.sweep.result": result})
         return summary
@@ -157,8 +144,8 @@ class OpenTelemetryRecorder:
 
 
 class _BacklogGauges:
-    """The two gauges' callbacks: a read each (one statement, once per export interval), and no
-    observation when the read fails: a gauge is no reason to fail an export."""
+    """The two gauges' callbacks, a read each per export; no observation when the read fails: a
+    gauge is no reason to fail an export."""
 
     def __init__(self, backlog: Backlog) -> None:
         self.backlog = backlog
@@ -180,8 +167,8 @@ class _BacklogGauges:
 
 
 class RequestSpans(HttpMiddleware):
-    """One SERVER span per HTTP request, named by its route template once routing is done, so
-    no raw path or query string (which could carry anything a caller typed) is exported."""
+    """One SERVER span per HTTP request, named by its route template once routing is done, so no
+    raw path or query string is exported."""
 
     def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
         super().__init__(app)

@@ -1,10 +1,6 @@
 """The catch-all: an exception no handler answered becomes a 500 INTERNAL_ERROR problem and one
-Error line (problems.log_unhandled), and goes no further.
-
-A pure ASGI middleware inside Starlette's ServerErrorMiddleware, not an `Exception` handler:
-ServerErrorMiddleware answers with that handler and then re-raises, so uvicorn (or the Functions
-worker, behind func.AsgiMiddleware) prints the exception whole, message and traceback included.
-"""
+Error line (problems.log_unhandled), and goes no further. Not an `Exception` handler, which
+ServerErrorMiddleware re-raises after, for the server to print whole, message and traceback."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Readiness (`GET /api/health/ready`): can this host do its job now? Each named check answers
-`ok` or `failing` and nothing more: no message, no path, no exception text, no setting's value,
-because the answer is anonymous (docs/http.md). The reason goes to the log, by exception type only.
-
-    database   a connection opens and answers a trivial query
-    schema     the database is at the migrations' head (`azurebank db upgrade` was run)
-    auditChain the chain's tail row is there (every audited write locks it, ADR-0044)
-    pickup     only on a host that delivers notices: the pickup target takes a write
-
-Each answers within Health__ReadyTimeoutSeconds: the checks run on a thread of their own, and a
-check still running at the bound is failing (a stalled database makes readiness 503 at once, not
-when the database's own bounds run out). At most one run of each check is in flight: a probe
-that arrives while one hangs waits on that one instead of starting another.
-
-Liveness (`GET /api/health`) stays separate and touches nothing.
-"""
+"""Readiness (`GET /api/health/ready`): each named check answers `ok` or `failing` and nothing
+more, within Health__ReadyTimeoutSeconds (docs/operations.md, "Readiness"); reasons go to the log
+by exception type only, because the answer is anonymous."""
 
 from __future__ import annotations
 
@@ -26,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Generic, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, column, select, table, text
 
@@ -43,12 +30,9 @@ class CheckState(enum.StrEnum):
     FAILING = "failing"
 
 
-@runtime_checkable
 class ProbedTarget(Protocol):
-    """A pickup target that can say whether it takes a write now, without delivering."""
-
     def probe(self) -> None:
-        """Return when a notice could be written now; raise otherwise."""
+        """Return when a notice could be written now, without delivering one; raise otherwise."""
         ...
 
 
@@ -77,8 +61,8 @@ def migration_heads() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
 
 
-# Alembic's own record of the revisions applied; read as a plain SELECT (no reflection), so an
-# unmigrated database, which lacks the table, fails the statement and so the check.
+# Alembic's record of the revisions applied, read without reflection: an unmigrated database
+# lacks the table, which fails the statement and so the check.
 _ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 
 
@@ -93,7 +77,7 @@ def _tail_present(conn: Connection) -> bool:
 
 class _SingleFlight(Generic[T]):
     """`work` on a thread of its own, one run at a time: a caller that comes while a run is in
-    flight waits on that run; the next caller after it ends starts a fresh one."""
+    flight waits on that run (a hanging check is not started again)."""
 
     def __init__(self, name: str, work: Callable[[], T]) -> None:
         self._name = name
@@ -102,7 +86,6 @@ class _SingleFlight(Generic[T]):
         self._running: Future[T] | None = None
 
     def start(self) -> Future[T]:
-        """The run in flight, or a fresh one when none is."""
         with self._lock:
             if self._running is None or self._running.done():
                 self._running = Future()
@@ -120,10 +103,9 @@ class _SingleFlight(Generic[T]):
 
 
 class Readiness:
-    """The host's checks: built once per host; the engine and the pickup target are asked for on
-    each check (a setting that cannot build one is a failing check, not a 500), `pickup` only
-    when this host delivers notices: the composition root hands in the host's own transport.
-    `timeout_seconds` bounds each check (Health__ReadyTimeoutSeconds)."""
+    """The host's checks, built once per host. The engine and the pickup target (only where the
+    host delivers) are asked for on each check, so a setting that cannot build one is a failing
+    check, not a 500."""
 
     def __init__(
         self,

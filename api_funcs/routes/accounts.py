@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from api_funcs.deps import CurrentUser, get_session
 from api_funcs.exact_json import ExactJSONResponse
-from api_funcs.money_schemas import CENT, MoneyOut
 from api_funcs.problem_docs import error_code_responses
+from api_funcs.routes import operation_id
+from api_funcs.schemas import AccountView, cents
 from shared.accounts.listing import list_accounts
 from shared.errors import Unauthenticated
 
-router = APIRouter(tags=["accounts"])
-
-
-class AccountView(BaseModel):
-    id: uuid.UUID
-    name: str
-    # A JSON number with at most two decimals, every digit kept (exact_json).
-    balance: MoneyOut
-    currency: str
-    closed: bool
+router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
 
 
 @router.get(
     "/api/accounts",
-    name="accounts",
-    operation_id="accounts",
     summary="The caller's accounts",
     response_model=list[AccountView],
     responses=error_code_responses((Unauthenticated,)),
@@ -43,11 +31,7 @@ def accounts(
     return ExactJSONResponse(
         [
             AccountView(
-                id=a.id,
-                name=a.name,
-                balance=a.balance.quantize(CENT),
-                currency=a.currency,
-                closed=a.closed,
+                id=a.id, name=a.name, balance=cents(a.balance), currency=a.currency, closed=a.closed
             ).model_dump()
             for a in list_accounts(session, user_id)
         ]

@@ -1,52 +1,30 @@
-"""`GET /api/health` (liveness): anonymous, touches no secret and no database; and
-`GET /api/health/ready` (readiness): anonymous, touches no secret, names each check ok or failing
-(shared/readiness.py) and says nothing more."""
+"""`GET /api/health` (liveness) and `GET /api/health/ready` (readiness, shared/readiness.py), both
+anonymous and touching no secret (docs/operations.md, "Readiness")."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field
 
 from api_funcs.deps import Context
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import error_code_responses
+from api_funcs.routes import operation_id
+from api_funcs.schemas import ReadinessAnswer
 
-router = APIRouter()
+router = APIRouter(tags=["health"], generate_unique_id_function=operation_id)
 
 
+# Liveness refuses nothing and touches no database: its 200 and no problem response.
 @router.get(
-    "/api/health",
-    name="health",
-    operation_id="health",
-    tags=["health"],
-    summary="Liveness",
-    # Health refuses nothing and touches no database; it declares its 200 and no
-    # problem response.
-    responses=error_code_responses((), touches_database=False),
+    "/api/health", summary="Liveness", responses=error_code_responses((), touches_database=False)
 )
 async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-State = Literal["ok", "failing"]
-
-
-class ReadinessAnswer(BaseModel):
-    status: State
-    checks: dict[str, State] = Field(
-        description="database, schema, auditChain, and pickup on a host that delivers notices",
-        examples=[{"database": "ok", "schema": "ok", "auditChain": "ok", "pickup": "ok"}],
-    )
-
-
 @router.get(
     "/api/health/ready",
-    name="ready",
-    operation_id="ready",
-    tags=["health"],
     summary="Readiness: the database, its schema, the audit chain's tail, the pickup target",
     response_model=ReadinessAnswer,
     responses={

@@ -3,6 +3,7 @@ allowance read. Handlers parse, call `shared.money`, and render; every rule live
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -12,9 +13,16 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
 from api_funcs.decimal_json import DecimalJSONRoute
-from api_funcs.deps import Chain, CurrentUser, HostServices
+from api_funcs.deps import AUDITED, CurrentUser, HostServices
 from api_funcs.exact_json import ExactJSONResponse
-from api_funcs.money_schemas import (
+from api_funcs.problem_docs import (
+    REPLAYED_HEADER,
+    Refusals,
+    error_code_responses,
+    idempotency_key_parameter,
+)
+from api_funcs.routes import operation_id
+from api_funcs.schemas import (
     AccountAmountBody,
     AllowanceResponse,
     InternalTransferBody,
@@ -26,21 +34,15 @@ from api_funcs.money_schemas import (
     TransferBody,
     TransferResponse,
     cents,
-)
-from api_funcs.problem_docs import (
-    REPLAYED_HEADER,
-    Refusals,
-    error_code_responses,
-    idempotency_key_parameter,
+    compared_text_refusal,
 )
 from shared.audit.chain import AuditChainUnavailable
-from shared.db.storable_text import unstorable_reason
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, LockTimeout, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
 from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
 from shared.money.mint import MintRequest
-from shared.money.rails import InternalTransferReceipt, RailReceipt
+from shared.money.rails import AccountRails, InternalTransferReceipt, RailReceipt
 from shared.money.refusals import (
     AccountForbidden,
     AccountNotFound,
@@ -59,11 +61,12 @@ from shared.money.refusals import (
 )
 from shared.money.transfers import TransferOrder, TransferReceipt
 
-router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
+router = APIRouter(
+    route_class=DecimalJSONRoute, tags=["transactions"], generate_unique_id_function=operation_id
+)
 
-# The refusals each operation can raise, in ADR-0050's rung order, then what every operation of
-# its kind can answer (docs/http.md; the document is derived from these classes).
-_BEARER: Refusals = (Unauthenticated,)
+# The refusals each operation can raise, in rung order (docs/decisions.md#adr-0050-rung-table),
+# then what every operation of its kind can answer; the document is derived from these classes.
 _IDEMPOTENT: Refusals = (
     ValidationFailed,
     IdempotencyKeyRequired,
@@ -71,17 +74,16 @@ _IDEMPOTENT: Refusals = (
     IdempotencyKeyReused,
     LockTimeout,
     ConcurrencyConflict,
-    # Audit__ChainKey unset, or the chain's tail row missing.
-    AuditChainUnavailable,
-    # The connection lost during the commit, and the database not reachable to ask again.
-    OutcomeUnknown,
+    AuditChainUnavailable,  # Audit__ChainKey unset, or the chain's tail row missing
+    OutcomeUnknown,  # the commit sent and its outcome not learnt (docs/http.md#faults)
+    Unauthenticated,
 )
 _ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
 
 REFUSALS: dict[str, Refusals] = {
     "mint": (
         ValidationFailed,
-        *_BEARER,
+        Unauthenticated,
         AccountNotFound,
         PayeeNotFound,
         AccountForbidden,
@@ -93,7 +95,6 @@ REFUSALS: dict[str, Refusals] = {
     ),
     "transfer": (
         *_IDEMPOTENT,
-        *_BEARER,
         AuthorizationRequired,
         AuthorizationExpired,
         AuthorizationInvalid,
@@ -102,23 +103,16 @@ REFUSALS: dict[str, Refusals] = {
         DailyLimitExceeded,
         InsufficientFunds,
     ),
-    "internal_transfer": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
-    "deposit": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT),
-    "withdrawal": (*_IDEMPOTENT, *_BEARER, *_ACCOUNT, InsufficientFunds),
-    "allowance": _BEARER,
+    "internal_transfer": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "deposit": (*_IDEMPOTENT, *_ACCOUNT),
+    "withdrawal": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "allowance": (Unauthenticated,),
 }
 
 
-def _responses(operation: str, success: int, model: type[Any], *, replayable: bool) -> Any:
-    responses: dict[int | str, dict[str, Any]] = error_code_responses(REFUSALS[operation])
-    ok: dict[str, Any] = {"model": model, "description": "Done."}
-    if replayable:
-        ok["headers"] = REPLAYED_HEADER
-    responses[success] = ok
-    return responses
-
-
-# --- what every idempotent money operation does (ADR-0009) -------------------------------------
+def _responses(operation: str, success: int, model: type[Any], **ok: Any) -> Any:
+    responses = error_code_responses(REFUSALS[operation])
+    return {**responses, success: {"model": model, "description": "Done.", **ok}}
 
 
 def _idempotency_key(request: Request) -> str:
@@ -126,18 +120,14 @@ def _idempotency_key(request: Request) -> str:
     if len(keys) > 1:
         # Two keys name two requests: which one would this be remembered by?
         raise _bad_key("must be sent once")
-    key = keys[0] if keys else None
-    if key is None or not key.strip():
+    if not keys or not keys[0].strip():
         raise IdempotencyKeyRequired()
-    # Stored in and compared with IdempotencyRecords.Key: a NUL failed in PostgreSQL's driver.
-    reason = unstorable_reason(key, MAX_KEY_LENGTH)
+    # Stored in and compared with IdempotencyRecords.Key, whose unique index on SQL Server would
+    # take `abc` and `abc ` for one key.
+    reason = compared_text_refusal(keys[0], MAX_KEY_LENGTH)
     if reason is not None:
         raise _bad_key(reason)
-    if key != key.strip():
-        # SQL Server's `=` and unique index ignore trailing spaces; refused here, `abc` and
-        # `abc ` never meet in the database (docs/database.md). HTTP strips them anyway.
-        raise _bad_key("must not begin or end with a space")
-    return key
+    return keys[0]
 
 
 def _bad_key(message: str) -> DomainError:
@@ -147,22 +137,10 @@ def _bad_key(message: str) -> DomainError:
     )
 
 
-def _canonical(body: BaseModel) -> dict[str, Any]:
-    """The request as its key remembers it: the parsed fields, amounts to the cent (so 100 and
-    100.00 are one request)."""
-    amounts = {name: str(cents(value)) for name, value in body if isinstance(value, Decimal)}
-    return {**body.model_dump(mode="json"), **amounts}
-
-
 def _answer(answer: Answer) -> Response:
-    # The stored text itself, so a replay is byte-for-byte the first answer (ADR-0009).
+    # The stored text itself, so a replay is byte for byte the first answer.
     headers = {"Idempotency-Replayed": "true"} if answer.replayed else None
-    return Response(
-        content=answer.body,
-        status_code=answer.status,
-        media_type="application/json",
-        headers=headers,
-    )
+    return Response(answer.body, answer.status, headers, media_type="application/json")
 
 
 Route = TypeVar("Route", bound=Callable[..., Any])
@@ -171,8 +149,8 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class MoneyOperation(Generic[R]):
-    """An idempotent money operation: its Function name, route and success body (201), which
-    renders the service's receipt (R)."""
+    """An idempotent money operation (docs/http.md#idempotency): its Function name, route, success
+    body (201, rendering the service's receipt R)."""
 
     name: str
     path: str
@@ -180,24 +158,23 @@ class MoneyOperation(Generic[R]):
     response: type[Receipt]
 
     def route(self) -> Callable[[Route], Route]:
-        """The operation's POST, declaring its refusals, the Idempotency-Key it requires and
-        the Idempotency-Replayed header of a replay."""
         return router.post(
             self.path,
             name=self.name,
-            operation_id=self.name,
             summary=self.summary,
             status_code=201,
             response_model=None,
-            responses=_responses(self.name, 201, self.response, replayable=True),
+            responses=_responses(self.name, 201, self.response, headers=REPLAYED_HEADER),
             openapi_extra=idempotency_key_parameter(),
+            dependencies=[AUDITED],
         )
 
     def claim(self, request: Request, user_id: str, body: BaseModel) -> IdempotencyClaim[R]:
-        """The request under its Idempotency-Key, for the service's money transaction to claim:
-        its success is 201 with the receipt rendered by the published model."""
+        """The request under its Idempotency-Key, for the service's money transaction to claim."""
         key = _idempotency_key(request)
-        hash_ = request_hash(self.name, _canonical(body))
+        # Amounts to the cent, so 100 and 100.00 are one request.
+        amounts = {name: str(cents(value)) for name, value in body if isinstance(value, Decimal)}
+        hash_ = request_hash(self.name, {**body.model_dump(mode="json"), **amounts})
         return IdempotencyClaim(user_id, self.name, key, hash_, 201, self.response.render)
 
 
@@ -227,17 +204,12 @@ WITHDRAWAL = MoneyOperation[RailReceipt](
 )
 
 
-# --- routes -----------------------------------------------------------------------------------
-
-
 @router.post(
     "/api/transactions/transfer/authorizations",
-    name="mint",
-    operation_id="mint",
     summary="Check the PIN and issue a transfer authorization (ADR-0042, ADR-0050 D4.1)",
     status_code=201,
     response_model=None,
-    responses=_responses("mint", 201, MintResponse, replayable=False),
+    responses=_responses("mint", 201, MintResponse),
 )
 def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
@@ -247,7 +219,7 @@ def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJ
 
 @TRANSFER.route()
 def transfer(
-    request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices, _: Chain
+    request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = TRANSFER.claim(request, user_id, body)
     order = TransferOrder(
@@ -258,48 +230,39 @@ def transfer(
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request,
-    body: InternalTransferBody,
-    user_id: CurrentUser,
-    services: HostServices,
-    _: Chain,
+    request: Request, body: InternalTransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
     return _answer(services.rails.internal_transfer(claim, source, target, amount))
 
 
-@DEPOSIT.route()
-def deposit(
-    request: Request,
-    body: AccountAmountBody,
-    user_id: CurrentUser,
-    services: HostServices,
-    _: Chain,
-) -> Response:
-    claim = DEPOSIT.claim(request, user_id, body)
-    return _answer(services.rails.deposit(claim, body.accountId, cents(body.amount)))
+RailMove = Callable[[IdempotencyClaim[RailReceipt], uuid.UUID, Decimal], Answer]
 
 
-@WITHDRAWAL.route()
-def withdrawal(
-    request: Request,
-    body: AccountAmountBody,
-    user_id: CurrentUser,
-    services: HostServices,
-    _: Chain,
-) -> Response:
-    claim = WITHDRAWAL.claim(request, user_id, body)
-    return _answer(services.rails.withdrawal(claim, body.accountId, cents(body.amount)))
+def _single_account(
+    operation: MoneyOperation[RailReceipt], move: Callable[[AccountRails], RailMove]
+) -> None:
+    """Route a deposit or a withdrawal: one account, one amount, the move `move` picks of the
+    host's rails."""
+
+    @operation.route()
+    def rail(
+        request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+    ) -> Response:
+        claim = operation.claim(request, user_id, body)
+        return _answer(move(services.rails)(claim, body.accountId, cents(body.amount)))
+
+
+_single_account(DEPOSIT, lambda rails: rails.deposit)
+_single_account(WITHDRAWAL, lambda rails: rails.withdrawal)
 
 
 @router.get(
     "/api/transactions/allowance",
-    name="allowance",
-    operation_id="allowance",
     summary="What today's external transfers have left (beyond the ADR: its D8 read)",
     response_model=None,
-    responses=_responses("allowance", 200, AllowanceResponse, replayable=False),
+    responses=_responses("allowance", 200, AllowanceResponse),
 )
 def allowance(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     with unit_of_work(services.engine) as session:

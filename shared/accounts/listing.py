@@ -25,13 +25,9 @@ def list_accounts(session: Session, user_id: str) -> list[AccountSummary]:
     """Every account the user owns, closed ones included (`closed` is `IsDeleted`), oldest
     first."""
     rows = session.execute(
+        # In AccountSummary's field order.
         select(Account.Id, Account.Name, Account.Balance, Account.Currency, Account.IsDeleted)
         .where(Account.UserId == user_id)
         .order_by(Account.CreatedAt, Account.Id)
     )
-    return [
-        AccountSummary(
-            id=r.Id, name=r.Name, balance=r.Balance, currency=r.Currency, closed=r.IsDeleted
-        )
-        for r in rows
-    ]
+    return [AccountSummary(*row) for row in rows]

@@ -1,17 +1,5 @@
-"""AuditChain: the HMAC-SHA256 chain over `AuditEvents` (ADR-0052 D4/D5, ADR-0044).
-
-Each row's `RowHash` is HMAC-SHA256 under `Audit__ChainKey` over an explicit, versioned field
-list whose element three is the row's `Id` (D4: re-keying a row breaks its hash) and whose last
-element is the previous row's `RowHash` (the chain). `Sequence` is contiguous from 1.
-
-Lock order (ADR-0044, docs/architecture.md#lock-order): application lock → tail → rows. A
-transaction that appends takes the tail (`append`; `seal`, which builds the next row for the caller
-to write in one round trip with its own writes; or `lock_tail` first when it must read the tail
-before other writes) BEFORE it touches any other row it will write, so two audited transactions
-never wait on each other's rows while holding the tail. On SQLite the tail lock is the database's
-writer lock; a transaction that reads before it appends is a writing unit of work
-(`shared.db.uow.writing_unit_of_work`), so its reads are not from a stale snapshot.
-"""
+"""AuditChain: the HMAC-SHA256 chain over `AuditEvents`, appended under its tail lock
+(docs/architecture.md#the-audit-chain)."""
 
 from __future__ import annotations
 
@@ -30,6 +18,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from shared.audit import tail_sql
+from shared.audit.appender import AuditEntry
 from shared.audit.ids import uuid7
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
@@ -61,13 +50,13 @@ class AuditChainUnavailable(Fault):
 
 
 class UnkeyedAuditChain:
-    """Stands in for the chain while Audit__ChainKey is unset: every append is 503
-    AUDIT_CHAIN_UNAVAILABLE, so an audited write refuses rather than writing an unchained row."""
+    """The chain while Audit__ChainKey is unset: an audited write refuses (503) rather than
+    writing an unchained row."""
 
-    def append(self, session: Session, **_row: object) -> uuid.UUID:
+    def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID:
         raise AuditChainUnavailable
 
-    def seal(self, session: Session, **_row: object) -> SealedAuditRow:
+    def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         raise AuditChainUnavailable
 
 
@@ -211,71 +200,36 @@ class AuditChain:
         )
 
     def lock_tail(self, session: Session) -> ChainTail:
-        """Take the chain's tail lock (held to commit) and read the tail under it.
-
-        Call it, or `append`, before writing any other row in the same transaction (lock order:
-        application lock → tail → rows)."""
+        """Take the chain's tail lock (held to commit) and read the tail under it, before any
+        other row the transaction writes (docs/architecture.md#lock-order)."""
         row = tail_sql.lock_and_read_tail(session)
         if row is None:
             raise AuditChainUnavailable
         return ChainTail(int(row[0]), bytes(row[1]))
 
-    def seal(
-        self,
-        session: Session,
-        *,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: Mapping[str, object] | None = None,
-    ) -> SealedAuditRow:
+    def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         """Take the tail lock and build the next row on the tail it read; writes nothing. The
         caller writes the row and the tail (`write_sealed`, or in one round trip with its other
         writes) in the same transaction, before touching any other row it has not yet locked."""
-        # ADR-0052 D5: the Id exists before the save; Sequence and RowHash are assigned under
+        # The Id exists before the save (ADR-0052 D5); Sequence and RowHash are assigned under
         # the tail lock, which is what makes them contiguous and unforked.
-        row_id = uuid7(occurred_at)
+        row_id = uuid7(entry["occurred_at"])
         tail = self.lock_tail(session)
-        row = AuditEvent(
-            Id=row_id,
-            Sequence=tail.sequence + 1,
-            PayloadVersion=CURRENT_PAYLOAD_VERSION,
-            ActorUserId=actor_user_id,
-            Event=event,
-            OccurredAt=occurred_at,
-            Details=render_details(details),
-            PreviousHash=tail.row_hash,
+        fields = PayloadFields(
+            payload_version=CURRENT_PAYLOAD_VERSION,
+            sequence=tail.sequence + 1,
+            id=row_id,
+            actor_user_id=entry["actor_user_id"],
+            event=entry["event"],
+            occurred_at=entry["occurred_at"],
+            details=render_details(entry.get("details")),
+            previous_hash=tail.row_hash,
         )
-        return SealedAuditRow(
-            id=row.Id,
-            sequence=row.Sequence,
-            payload_version=row.PayloadVersion,
-            actor_user_id=row.ActorUserId,
-            event=row.Event,
-            occurred_at=row.OccurredAt,
-            details=row.Details,
-            previous_hash=row.PreviousHash,
-            # Hashed from the row as it is stored, by the same mapping `audit verify` recomputes.
-            row_hash=self.hash_of(row),
-        )
+        return SealedAuditRow(**fields, row_hash=self.compute_row_hash(**fields))
 
-    def append(
-        self,
-        session: Session,
-        *,
-        actor_user_id: str | None,
-        event: str,
-        occurred_at: datetime,
-        details: Mapping[str, object] | None = None,
-    ) -> uuid.UUID:
-        """Append one row and return the Id it minted (ADR-0052 D5), so the caller's notice can
-        name it in the same unit of work. Takes the tail lock first; does not commit."""
-        sealed = self.seal(
-            session,
-            actor_user_id=actor_user_id,
-            event=event,
-            occurred_at=occurred_at,
-            details=details,
-        )
+    def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID:
+        """Append one row and return the Id it minted, so the caller's notice can name it in the
+        same unit of work (ADR-0052 D5). Takes the tail lock first; does not commit."""
+        sealed = self.seal(session, **entry)
         write_sealed(session, sealed)
         return sealed.id

@@ -8,9 +8,8 @@ from datetime import datetime
 
 
 def uuid7(instant: datetime) -> uuid.UUID:
-    """A version-7 UUID (RFC 9562): 48 bits of Unix milliseconds from `instant`, then 74 random
-    bits. The .NET writer uses Guid.CreateVersion7(); both sort by time and never collide in
-    practice (74 bits of randomness per millisecond)."""
+    """A version-7 UUID (RFC 9562), as .NET's Guid.CreateVersion7(): 48 bits of Unix
+    milliseconds from `instant`, then 74 random bits."""
     millis = int(instant.timestamp() * 1000) & ((1 << 48) - 1)
     rand = int.from_bytes(os.urandom(10), "big")  # 80 bits; 74 are kept
     rand_a = rand >> 68 & 0xFFF  # 12 bits

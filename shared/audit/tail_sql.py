@@ -1,10 +1,5 @@
-"""The chain's tail lock, the one place its dialect-specific SQL lives
-(docs/database.md#sql-that-differs-by-dialect).
-
-The tail is one row (`AuditChainTail`, Id 1, inserted by the initial migration). Every append
-locks it first, so concurrent appends serialise on it and each chains onto the last committed
-row: the chain never forks. One function per dialect; `lock_and_read_tail` picks with `for_dialect`.
-"""
+"""The chain's tail lock (docs/architecture.md#the-audit-chain), the one place its dialect-specific
+SQL lives (docs/database.md#sql-that-differs-by-dialect)."""
 
 from __future__ import annotations
 
@@ -29,21 +24,19 @@ def tail_unlocked_read() -> Select[int, bytes]:
 
 
 def postgresql_tail_lock() -> Select[int, bytes]:
-    # Row lock held to commit; a waiter re-reads the committed row once it is granted
-    # (READ COMMITTED re-evaluates FOR UPDATE against the newest version).
+    # Held to commit; a waiter re-reads the committed row once granted (READ COMMITTED).
     return tail_unlocked_read().with_for_update()
 
 
 def mssql_tail_lock() -> Select[int, bytes]:
-    # SQLAlchemy drops with_for_update on mssql silently; the hint is the lock.
-    # UPDLOCK is held to the end of the transaction; ROWLOCK keeps it to the one row.
+    # SQLAlchemy drops with_for_update on mssql silently: UPDLOCK, held to the end of the
+    # transaction, is the lock; ROWLOCK keeps it to the one row.
     return tail_unlocked_read().with_hint(_tail, "WITH (UPDLOCK, ROWLOCK)", dialect_name="mssql")
 
 
 def sqlite_writer_lock() -> Update:
-    """SQLite has no row locks: its one writer lock is the tail lock. A no-op write takes it
-    (waiting up to the busy timeout) before the tail is read, so the read that follows cannot
-    be stale; under `BEGIN IMMEDIATE` it is already held and this costs nothing."""
+    """SQLite's one writer lock is the tail lock: a no-op write takes it (within the busy
+    timeout) before the tail is read, so the read is not stale; free under BEGIN IMMEDIATE."""
     return (
         update(AuditChainTail)
         .where(AuditChainTail.Id == TAIL_ID)

@@ -1,11 +1,5 @@
-"""The chain walk behind `azurebank audit verify` (docs/cli.md): every row in `Sequence` order.
-
-A row is named when its Sequence leaves a gap (deleted rows), when its PreviousHash is not the
-RowHash of the row before it (rows swapped, removed or inserted), or when its RowHash does not
-verify under the key (an edited field, a re-keyed Id — ADR-0052 D4 — or another key). Rows past
-the tail that was read first are left for the next walk (appended while walking); rows missing
-below the tail are reported (the end of the chain deleted).
-"""
+"""The chain walk behind `azurebank audit verify`: every row in `Sequence` order, each broken one
+named (docs/cli.md#azurebank-audit-verify says what and why)."""
 
 from __future__ import annotations
 
@@ -70,10 +64,7 @@ def _rows(session: Session, up_to: int) -> Iterator[AuditEvent]:
 def _link_problems(row: AuditEvent, expected: int, previous_hash: bytes) -> list[str]:
     """How `row` fails to follow the row before it: a gap in Sequence, or a broken link."""
     if row.Sequence != expected:
-        missing = (
-            f"{expected}" if row.Sequence == expected + 1 else f"{expected}–{row.Sequence - 1}"
-        )
-        return [f"rows missing before it (Sequence {missing}: deleted)"]
+        return [f"rows missing before it (Sequence {_span(expected, row.Sequence - 1)}: deleted)"]
     if not hmac.compare_digest(bytes(row.PreviousHash), previous_hash):
         return [
             "its PreviousHash is not the RowHash of the row before it "
@@ -82,16 +73,17 @@ def _link_problems(row: AuditEvent, expected: int, previous_hash: bytes) -> list
     return []
 
 
+def _span(first: int, last: int) -> str:
+    return f"{first}" if first == last else f"{first}–{last}"
+
+
 _ROW_HASH_FAILS = (
     "its RowHash does not verify (an edited field, a re-keyed Id, or another Audit__ChainKey)"
 )
 
 
 def walk_chain(
-    session: Session,
-    chain: AuditChain,
-    *,
-    progress: Callable[[int], None] | None = None,
+    session: Session, chain: AuditChain, *, progress: Callable[[int], None] | None = None
 ) -> ChainReport:
     """Walk the chain up to the tail read at the start; name each broken row. Reads only."""
     tail = session.execute(tail_sql.tail_unlocked_read()).first()
@@ -116,10 +108,8 @@ def walk_chain(
         if progress is not None and report.rows % 10_000 == 0:
             progress(report.rows)
     if expected <= tail_sequence:
-        missing = f"{expected}" if expected == tail_sequence else f"{expected}–{tail_sequence}"
-        report.findings.append(
-            Finding(tail_sequence, None, f"rows missing at the end (Sequence {missing}: deleted)")
-        )
+        missing = f"rows missing at the end (Sequence {_span(expected, tail_sequence)}: deleted)"
+        report.findings.append(Finding(tail_sequence, None, missing))
     elif not hmac.compare_digest(previous_hash, tail_hash):
         report.findings.append(
             Finding(tail_sequence, None, "the tail's LastHash is not the last row's RowHash")

@@ -1,6 +1,5 @@
-"""The values a verified token's claims may hold (docs/security.md). A signature says who wrote
-a claim, not that its value is usable: these checks decide that, before any clock comparison and
-before any SQL."""
+"""The values a verified token's claims may hold (docs/security.md#claims), decided before any
+clock comparison and any SQL: a signature says who wrote a claim, not that its value is usable."""
 
 from __future__ import annotations
 
@@ -19,13 +18,8 @@ USER_ID_MAX_UTF16_UNITS = column_length(AspNetUser.Id)
 
 
 def numeric_date(value: object) -> int | None:
-    """A time claim as whole seconds since the epoch, or None when it is not one.
-
-    Whole numbers only: a JSON integer, or a number written with a zero fraction (`1.8e9`).
-    Refused: fractions, booleans (Python's `True == 1`), strings, NaN, ±Infinity (`1e400` parses
-    as Infinity), and anything outside 0..NUMERIC_DATE_MAX.
-    """
-    if isinstance(value, bool):
+    """A time claim as whole seconds since the epoch, or None when it is not one."""
+    if isinstance(value, bool):  # Python's `True == 1`
         return None
     if isinstance(value, float):
         if not math.isfinite(value) or not value.is_integer():
@@ -37,14 +31,7 @@ def numeric_date(value: object) -> int | None:
 
 
 def user_id(value: object) -> str | None:
-    """`sub` as a key every database stores and compares alike, or None when it is not one.
-
-    A non-empty string storable in AspNetUsers.Id (shared.db.storable_text: no NUL, no lone
-    surrogate, within the column) that does not end in a space (SQL Server's `=` ignores
-    trailing spaces, PostgreSQL's and SQLite's do not).
-    """
+    """`sub` as a key every database stores and compares alike, or None when it is not one."""
     if not isinstance(value, str) or not value or value.endswith(" "):
         return None
-    if unstorable_reason(value, USER_ID_MAX_UTF16_UNITS) is not None:
-        return None
-    return value
+    return value if unstorable_reason(value, USER_ID_MAX_UTF16_UNITS) is None else None

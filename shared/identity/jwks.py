@@ -1,9 +1,6 @@
-"""The identity provider's signing keys (`Auth__JwksUrl`), fetched on the injected clock.
-
-Whatever asks for a key (a token naming an unknown `kid`, a key set grown old, a failed fetch
-being retried), the key set is fetched at most once per `REFETCH_SECONDS`: the `kid` of a token
-is the caller's to choose, so a request must never be able to make this host fetch at will.
-"""
+"""The identity provider's signing keys (`Auth__JwksUrl`), fetched on the injected clock at most
+once per `REFETCH_SECONDS` whatever asks, since a token's `kid` is the caller's to choose
+(docs/security.md#jwks-refresh-bound)."""
 
 from __future__ import annotations
 
@@ -19,13 +16,7 @@ log = logging.getLogger("azurebank.auth")
 
 
 class JwksKeys:
-    """The signing keys of one JWKS document, by `kid`.
-
-    A key set older than `MAX_AGE_SECONDS` is refetched on the next request; a `kid` not in it
-    asks for a refetch too. Either happens only when no fetch was tried in the last
-    `REFETCH_SECONDS`. A failed fetch keeps the keys already held (an outage of the identity
-    provider does not turn away tokens signed with a key this host still knows).
-    """
+    """The signing keys of one JWKS document, by `kid`; a failed fetch keeps the keys held."""
 
     MAX_AGE_SECONDS = 300
     REFETCH_SECONDS = 60
@@ -46,15 +37,10 @@ class JwksKeys:
         """The signing key named `kid`, or None when the key set does not hold it."""
         with self._lock:
             now = self._clock.now()
-            if (self._stale(now) or kid not in self._keys) and self._may_fetch(now):
+            fresh = _within(self._fetched_at, now, self.MAX_AGE_SECONDS) and kid in self._keys
+            if not fresh and not _within(self._tried_at, now, self.REFETCH_SECONDS):
                 self._fetch(now)
             return self._keys.get(kid)
-
-    def _stale(self, now: datetime) -> bool:
-        return not _within(self._fetched_at, now, self.MAX_AGE_SECONDS)
-
-    def _may_fetch(self, now: datetime) -> bool:
-        return not _within(self._tried_at, now, self.REFETCH_SECONDS)
 
     def _fetch(self, now: datetime) -> None:
         self._tried_at = now

@@ -1,22 +1,11 @@
-"""PIN enrolment (behind the password) and change (behind the current PIN): docs/http.md,
-docs/security.md.
-
-Each writes, in ONE transaction, the PIN hash, an `AuditEvents` row (`PinEnrolled` /
-`PinChanged`) and an owed `SubscriberNotices` row naming that audit row (ADR-0045: the row is
-the obligation; ADR-0052 D5: the chain returns the Id it minted, so there is no second save).
-Either all three commit or none does. PinChanges is the unit-of-work boundary: it commits.
-
-Slow hashing (PBKDF2) happens outside the write transaction, so no lock (on SQLite, the
-database's writer lock) is held while it runs.
-"""
+"""PIN enrolment (behind the password) and change (behind the current PIN): the hash, the audit row
+and the owed notice in one transaction (docs/security.md#the-step-up-pin-check)."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 from sqlalchemy import Engine, select, update
-from sqlalchemy.orm import Session
 
 from shared.audit.appender import AuditAppender
 from shared.clock import Clock
@@ -52,10 +41,8 @@ class PinChanges:
         self._iterations = hash_iterations
 
     def enrol(self, user_id: str, *, password: str, pin: str) -> uuid.UUID:
-        """Enrol the caller's first PIN; return the audit row's Id.
-
-        Rungs in order (docs/http.md): 401 INVALID_PASSWORD · 409 PIN_ALREADY_ENROLLED · 400
-        VALIDATION_FAILED (the PIN's format)."""
+        """Enrol the caller's first PIN; return the audit row's Id. Rungs (docs/http.md): 401
+        INVALID_PASSWORD · 409 PIN_ALREADY_ENROLLED · 400 VALIDATION_FAILED (the PIN's format)."""
         with unit_of_work(self._engine) as session:
             row = session.execute(
                 select(AspNetUser.PasswordHash, AspNetUser.PinHash).where(AspNetUser.Id == user_id)
@@ -71,27 +58,7 @@ class PinChanges:
             raise PinAlreadyEnrolled
         if not is_valid_pin(pin):
             raise ValidationFailed("pin", PIN_FORMAT)
-        new_hash = hash_secret(pin, iterations=self._iterations)
-        with writing_unit_of_work(self._engine) as session:
-            now = self._clock.now()
-            # Lock order: tail → rows (the chain's docstring). append takes the tail first.
-            audit_id = self._audit.append(
-                session, actor_user_id=user_id, event=NoticeKind.PIN_ENROLLED.value, occurred_at=now
-            )
-            # Conditional, so of two concurrent enrolments exactly one sets the PIN; the other
-            # rolls back with its audit row.
-            written = rows_matched(
-                session,
-                update(AspNetUser)
-                .where(AspNetUser.Id == user_id, AspNetUser.PinHash.is_(None))
-                .values(PinHash=new_hash, PinAccessFailedCount=0, PinLockoutEnd=None)
-                .execution_options(synchronize_session=False),
-            )
-            if written != 1:
-                raise PinAlreadyEnrolled
-            _owe_notice(session, user_id, NoticeKind.PIN_ENROLLED, now, audit_id)
-            session.commit()
-        return audit_id
+        return self._write(user_id, NoticeKind.PIN_ENROLLED, pin)
 
     def change(self, user_id: str, *, current_pin: str | None, new_pin: str) -> uuid.UUID:
         """Change the caller's PIN behind the current one (ADR-0047: repeatable); return the
@@ -102,30 +69,41 @@ class PinChanges:
         if not is_valid_pin(new_pin):
             raise ValidationFailed("newPin", PIN_FORMAT)
         self._pins(user_id, current_pin)
-        new_hash = hash_secret(new_pin, iterations=self._iterations)
+        return self._write(user_id, NoticeKind.PIN_CHANGED, new_pin)
+
+    def _write(self, user_id: str, kind: NoticeKind, pin: str) -> uuid.UUID:
+        """The new PIN's hash, its audit row and the owed notice naming that row, in one
+        transaction that commits; hashed before it opens, so no lock waits on PBKDF2."""
+        new_hash = hash_secret(pin, iterations=self._iterations)
+        enrolling = kind is NoticeKind.PIN_ENROLLED
         with writing_unit_of_work(self._engine) as session:
             now = self._clock.now()
+            # append takes the chain's tail first (docs/architecture.md#lock-order).
             audit_id = self._audit.append(
-                session, actor_user_id=user_id, event=NoticeKind.PIN_CHANGED.value, occurred_at=now
+                session, actor_user_id=user_id, event=kind.value, occurred_at=now
             )
-            session.execute(
+            # An enrolment is conditional, so of two concurrent ones exactly one sets the PIN;
+            # the other rolls back with its audit row.
+            unenrolled = (AspNetUser.PinHash.is_(None),) if enrolling else ()
+            written = rows_matched(
+                session,
                 update(AspNetUser)
-                .where(AspNetUser.Id == user_id)
+                .where(AspNetUser.Id == user_id, *unenrolled)
                 .values(PinHash=new_hash, PinAccessFailedCount=0, PinLockoutEnd=None)
-                .execution_options(synchronize_session=False)
+                .execution_options(synchronize_session=False),
             )
-            _owe_notice(session, user_id, NoticeKind.PIN_CHANGED, now, audit_id)
+            if enrolling and written != 1:
+                raise PinAlreadyEnrolled
+            # The notice names its audit row in the same unit of work (ADR-0052 D5).
+            session.add(
+                SubscriberNotice(
+                    Id=uuid.uuid4(),
+                    UserId=user_id,
+                    Kind=kind.value,
+                    CreatedAt=now,
+                    AuditEventId=audit_id,
+                )
+            )
+            session.flush()
             session.commit()
         return audit_id
-
-
-def _owe_notice(
-    session: Session, user_id: str, kind: NoticeKind, now: datetime, audit_id: uuid.UUID
-) -> None:
-    # ADR-0052 D5: the notice names its audit row in the same unit of work.
-    session.add(
-        SubscriberNotice(
-            Id=uuid.uuid4(), UserId=user_id, Kind=kind.value, CreatedAt=now, AuditEventId=audit_id
-        )
-    )
-    session.flush()

@@ -1,35 +1,5 @@
-"""The step-up PIN check (docs/security.md#pins-and-passwords): the mint of ADR-0042 and
-`PUT /api/pin` of ADR-0047 call it.
-
-Rungs, in order (docs/http.md):
-  422 PIN_REQUIRED  the request carries no PIN (absent, empty or only spaces), or the caller has
-                    no PIN enrolled. Nothing is read for the first and nothing is counted for
-                    either: it reveals only the caller's own state (ADR-0049 D4).
-  429 PIN_LOCKED    `PinLockoutEnd` is in the future; `Retry-After` is the whole seconds until it.
-                    No verification is attempted while locked.
-  401 INVALID_PIN   the PIN did not verify; the attempt stays counted. A candidate that is not
-                    4 to 6 ASCII digits can never be the PIN and is refused as wrong WITHOUT
-                    being hashed: PBKDF2-HMAC pads a short key with zero bytes, so "4821\\0"
-                    derives the same key as "4821" and the hash alone would accept it.
-
-Counting (PSD2 RTS Art. 4, `Pin__MaxFailedAttempts`): an attempt is RESERVED before the hash is
-checked, by one conditional UPDATE that adds one to `PinAccessFailedCount` only while it is below
-the limit (and, at the limit, sets `PinLockoutEnd` in the same statement), committed in its own
-unit of work. So:
-  - a failed attempt is durable even though the request fails (the request's own transaction
-    rolls back; the count must not), and a crash mid-verification leaves the attempt counted;
-  - N concurrent guesses can make at most `limit − count` reservations, because the database
-    evaluates `count < limit` and the increment as one statement on one row: no more
-    verifications run than the limit allows, with no lock held while PBKDF2 runs;
-  - success gives the attempt back and resets the count (and clears the lockout) in a second,
-    committed unit of work.
-Rejected: locking the user row for the verification (`SELECT … FOR UPDATE`, then hash, then
-update), because it holds a row lock (on SQLite, the database's writer lock) across ~100 ms of
-PBKDF2 per request and needs dialect SQL; the reservation needs neither.
-
-Callers run this BEFORE their own transaction touches the user's row: it commits on its own
-connection, so a caller already holding that row would wait on itself.
-"""
+"""The step-up PIN check of the mint and `PUT /api/pin`: its rungs, and the attempt reserved and
+committed before the hash is checked (docs/security.md#the-step-up-pin-check)."""
 
 from __future__ import annotations
 
@@ -82,10 +52,8 @@ def verify_pin(
     *,
     verifier: SecretVerifier = verify_secret,
 ) -> None:
-    """Return when `pin` is the user's PIN; raise PinRequired, PinLocked or InvalidPin.
-
-    Commits its own units of work (see the module docstring): the reservation before the hash
-    and, on success, the reset. `verifier` is the hash check (tests count its calls)."""
+    """Return when `pin` is the user's PIN; raise PinRequired, PinLocked or InvalidPin. Commits
+    the reservation and, on success, the reset; `verifier` is the hash check (tests count it)."""
     if pin is None or not pin.strip():
         raise PinRequired
     now = clock.now()
@@ -126,19 +94,16 @@ def _reserve_attempt(
     session: Session, pin_settings: PinSettings, user_id: str, now: datetime
 ) -> tuple[str, bool] | DomainError:
     """Count one attempt, atomically and only while below the limit; return the hash to check
-    and whether this attempt imposed the lockout (it reached the limit), or the rung that
-    applies when no attempt may be made. Does not commit. The one conditional UPDATE
-    (`_count_attempt`) and the state read after it are the reservation (module docstring)."""
+    and whether this attempt imposed the lockout, or the rung that applies when no attempt may
+    be made. Does not commit."""
     until = now + timedelta(minutes=pin_settings.LockoutMinutes)
     reserved = _count_attempt(session, pin_settings.MaxFailedAttempts, until, user_id, now)
     state = session.execute(
-        select(AspNetUser.PinHash, AspNetUser.PinAccessFailedCount, AspNetUser.PinLockoutEnd).where(
-            AspNetUser.Id == user_id
-        )
+        select(AspNetUser.PinHash, AspNetUser.PinLockoutEnd).where(AspNetUser.Id == user_id)
     ).first()
     if state is None:
         return Unauthenticated()
-    pin_hash, _count, locked_until = state
+    pin_hash, locked_until = state
     if reserved == 1 and pin_hash is not None:
         # A reservation is made only while unlocked, so a lockout end now is this attempt's.
         return str(pin_hash), locked_until is not None

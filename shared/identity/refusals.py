@@ -1,11 +1,5 @@
-"""Identity's typed refusals (docs/http.md): the PIN step-up's rungs and PIN enrolment's. Titles
-are safe to show anyone; the OpenAPI document is derived from these classes (shared.errors).
-
-    Refusal          PIN_REQUIRED (and its PinNotEnrolled title)
-    TooManyAttempts  PIN_LOCKED, with Retry-After until PinLockoutEnd
-    Unauthenticated  INVALID_PIN, INVALID_PASSWORD
-    Conflict         PIN_ALREADY_ENROLLED
-"""
+"""Identity's typed refusals: the PIN step-up's rungs and PIN enrolment's (docs/http.md). Titles
+are safe to show anyone; the OpenAPI document is derived from these classes (shared.errors)."""
 
 from __future__ import annotations
 

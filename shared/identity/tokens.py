@@ -11,9 +11,8 @@ from shared.identity.claims import numeric_date, user_id
 from shared.settings import Settings
 
 if TYPE_CHECKING:
-    # PyJWT (and the cryptography it loads) is imported on the first token, not with the app:
-    # a request without one (health) never needs it; the JWKS machinery only under
-    # Auth__JwksUrl (bench/cold_start.py).
+    # PyJWT and its cryptography load with the first token, the JWKS machinery only under
+    # Auth__JwksUrl: a request without one (health) needs neither (bench/cold_start.py).
     import jwt
 
     from shared.identity.jwks import JwksKeys
@@ -49,13 +48,8 @@ def issue_token(settings: Settings, clock: Clock, user_id: str, *, minutes: int 
 
 
 class TokenVerifier:
-    """Verifies a bearer token and returns its `sub` (the AspNetUsers.Id).
-
-    Production: RS256/ES256 only, keys from `Auth__JwksUrl` (JwksKeys bounds the fetches),
-    issuer and audience required. Local: HS256 under `Auth__SigningKey`. Any failure is one
-    answer, `InvalidToken`, carrying nothing about why (the caller learns no more than that the
-    token was not accepted). docs/security.md states the rules.
-    """
+    """Verifies a bearer token by docs/security.md's rules and returns its `sub` (AspNetUsers.Id);
+    any failure is one answer, `InvalidToken`, carrying nothing about why."""
 
     # Seconds of clock skew tolerated between the token's issuer and this host.
     LEEWAY_SECONDS = 30
@@ -63,8 +57,7 @@ class TokenVerifier:
     LOCAL_ALGORITHMS: tuple[str, ...] = ("HS256",)
 
     def __init__(self, settings: Settings, clock: Clock, *, jwks: JwksKeys | None) -> None:
-        """`jwks` is the key set of Auth__JwksUrl, handed in exactly when it is set (the
-        composition root builds it: shared.bootstrap.bootstrap)."""
+        """`jwks`: Auth__JwksUrl's key set, handed in by shared.bootstrap exactly when it is set."""
         auth = settings.Auth
         if bool(auth.JwksUrl) != (jwks is not None):
             raise ValueError("a key set is handed in exactly when Auth__JwksUrl is set")
@@ -74,12 +67,8 @@ class TokenVerifier:
         self._signing_key = None if auth.JwksUrl else auth.SigningKey
         self._jwks = jwks
 
-    @property
-    def configured(self) -> bool:
-        return self._jwks is not None or bool(self._signing_key)
-
     def verify(self, token: str) -> str:
-        if not self.configured or not token:
+        if not token or (self._jwks is None and not self._signing_key):
             raise InvalidToken
         import jwt
 
@@ -114,9 +103,8 @@ class TokenVerifier:
             key, algorithms = self._signing_key, self.LOCAL_ALGORITHMS
         else:
             raise InvalidToken
-        # Times are checked by _check_times against the injected clock, not PyJWT's wall clock
-        # (the one clock that runs the ledger decides when a token has expired), and as whole
-        # numbers: PyJWT's int() would take "123", true and 1.9.
+        # Times are _check_times's, on the ledger's injected clock rather than PyJWT's wall clock,
+        # and as whole numbers: PyJWT's int() would take "123", true and 1.9.
         claims: dict[str, Any] = jwt.decode(
             token,
             key,
@@ -133,8 +121,7 @@ class TokenVerifier:
         return claims
 
     def _check_times(self, claims: dict[str, Any]) -> None:
-        """`exp` required; `nbf` and `iat` optional; each a whole number of seconds
-        (claims.numeric_date); with LEEWAY_SECONDS either way."""
+        """`exp` required, `nbf` and `iat` optional, with LEEWAY_SECONDS either way."""
         now = self._clock.now().timestamp()
         exp = numeric_date(claims.get("exp"))
         if exp is None or now >= exp + self.LEEWAY_SECONDS:
