@@ -3,7 +3,9 @@ one named HTTP Function per operation (api_funcs.functions)."""
 
 from __future__ import annotations
 
+import importlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -12,14 +14,18 @@ from api_funcs.body_limit import BodyLimit
 from api_funcs.context import AppContext
 from api_funcs.docs_page import docs_page_on, install_docs_page
 from api_funcs.problems import install_problem_handlers
-from api_funcs.routes import accounts, health, pin, transactions
 from api_funcs.telemetry_recorder import install_request_spans
 from api_funcs.unhandled import UnhandledErrors
 
 OPENAPI_URL = "/api/openapi.json"
+# The route modules (api_funcs/routes), one router each, in the order the document lists them.
+FEATURES = ("health", "accounts", "pin", "transactions")
 
 
-def create_app(context: AppContext) -> FastAPI:
+def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
+    """The app over `context`, routing the `features` given: every one under uvicorn; under the
+    Functions host, the one whose Function was called (api_funcs.functions), which is all a
+    Function's requests can reach."""
     functions_host = context.host == "function"
     docs = docs_page_on(context.settings, functions_host=functions_host)
     app = FastAPI(
@@ -41,10 +47,8 @@ def create_app(context: AppContext) -> FastAPI:
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
-    app.include_router(health.router)
-    app.include_router(accounts.router)
-    app.include_router(pin.router)
-    app.include_router(transactions.router)
+    for feature in features:
+        app.include_router(importlib.import_module(f"api_funcs.routes.{feature}").router)
     _declare_only_real_refusals(app)
     if docs:
         install_docs_page(app)
