@@ -1,10 +1,11 @@
 """The composition root: `bootstrap` gives every service of a host from checked settings, an
-engine and a clock, each built once on first use; a `Host` is `serve` or the Functions host around it (settings checked at
-its start, its relay, its services composed on first use). The command line, the tests and the
-benches call `bootstrap`; a test or a bench hands its own collaborator in here (a transport, a
-claim, a lock), so the services have no mode for one. A route, a command or the timer only reads
-the services: nothing is built per request, and a new collaborator is wired in this one file. No
-FastAPI or Azure type appears here; the edge builds the telemetry (api_funcs.telemetry).
+engine and a clock, each built once on first use; a `Host` is `serve` or the Functions host
+around it (settings checked at its start, its relay, its services composed on first use). The
+command line, the tests and the benches call `bootstrap`; a test or a bench hands its own
+collaborator in here (a transport, a claim, a lock), so the services have no mode for one. A
+route, a command or the timer only reads the services: nothing is built per request, and a new
+collaborator is wired in this one file. No FastAPI or Azure type appears here; the edge builds
+the telemetry (api_funcs.telemetry).
 """
 
 from __future__ import annotations
