@@ -19,11 +19,6 @@ from typing import TYPE_CHECKING, cast
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedRelay
 from shared.notices.runner_name import make_runner_name, runner_kind
-from shared.notices.transports import (
-    BlobContainerTransport,
-    NoticeTransport,
-    PickupDirectoryTransport,
-)
 from shared.settings import (
     HostedKind,
     Settings,
@@ -57,6 +52,7 @@ if TYPE_CHECKING:
     from shared.notices.relay_loop import NoticeRelayService
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweep
+    from shared.notices.transports import NoticeTransport
     from shared.readiness import ProbedTarget, Readiness
 
 # The command line and `serve` only; the Functions host refuses to start without Database__Url.
@@ -265,6 +261,8 @@ def notice_transport(settings: Settings) -> NoticeTransport:
     """The pickup target `Notices` names: the directory or the blob container (exactly one).
     Call after `require_host`, which also checks the directory exists outside any git tree;
     nothing connects here (a container's client is built on its first delivery)."""
+    from shared.notices.transports import BlobContainerTransport, PickupDirectoryTransport
+
     problem = pickup_target_problem(settings)
     if problem is not None:
         raise SettingsError([problem])

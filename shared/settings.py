@@ -8,7 +8,9 @@ ADR-0051 D3) live in `check_host`, so each host asks only about itself.
 Plain dataclasses, not a pydantic model: the Functions host checks its settings while the worker
 indexes, and importing pydantic and building a model's validators cost a cold instance ~45 ms of
 CPU there, more than the rest of indexing (bench/README.md); the app's request models, built on
-the first request, still use pydantic.
+the first request, still use pydantic. Each class has a docstring and no generated `__repr__` or
+`__eq__` (dataclasses' cost at import is per generated method, and a docstring-less class pays
+for a signature); without a `__repr__` no settings object prints a secret either.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def is_named(settings: Settings, host: Host) -> bool:
 _PARSED = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Rule:
     """How one setting's text becomes its value: the parse, the bounds a number keeps (the fix
     an operator reads spells them), and the value a blank leaves."""
@@ -154,8 +156,10 @@ def text(*, blank_is_unset: bool = False) -> Any:
     return parsed(None, _text, blank=None if blank_is_unset else _PARSED)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class DatabaseSettings:
+    """`Database__*`: where the database is, its pool, and every wait on it."""
+
     Url: str | None = text()
     # Per process (per Functions instance): the connections kept open, and the extra ones opened
     # under load and closed when returned; instances x (PoolSize + MaxOverflow) must stay within
@@ -170,13 +174,17 @@ class DatabaseSettings:
     KeepaliveSeconds: int = whole(10, 1, 300)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class HealthSettings:
+    """`Health__*`: the readiness probe's bound."""
+
     ReadyTimeoutSeconds: int = whole(3, 1, 60)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class NoticesSettings:
+    """`Notices__*`: who delivers owed notices, where, and at what pace (ADR-0048)."""
+
     Runner: NoticeRunner = parsed(NoticeRunner.NONE, _runner)  # noqa: RUF009 - a field()
     PickupDirectory: str | None = text(blank_is_unset=True)
     PickupContainer: str | None = text(blank_is_unset=True)
@@ -187,7 +195,7 @@ class NoticesSettings:
     Schedule: str = parsed("0 */1 * * * *", _text)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class NoticesStorageSettings:
     """Beyond the ADR: where the blob pickup container lives (a connection string, or an
     account URI reached with a managed identity)."""
@@ -196,38 +204,48 @@ class NoticesStorageSettings:
     blobServiceUri: str | None = text()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class DailyLimitSettings:
+    """`DailyLimit__*`: the per-user UTC-day limit and its lock's wait (ADR-0050)."""
+
     Amount: Decimal = amount("5000", 0, MONEY_MAX, places=2)  # noqa: RUF009 - a field()
     LockTimeoutSeconds: int = whole(10, 1, 29)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class AuthSettings:
+    """`Auth__*`: how bearer tokens are verified (docs/security.md)."""
+
     Issuer: str | None = text()
     Audience: str | None = text()
     JwksUrl: str | None = text()
     SigningKey: str | None = text()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class AuditSettings:
+    """`Audit__*`: the audit chain's key."""
+
     ChainKey: str | None = parsed(None, _chain_key, blank=None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class PinSettings:
+    """`Pin__*`: the PIN's tries and lockout."""
+
     # PSD2 RTS Art. 4: at most five tries.
     MaxFailedAttempts: int = whole(5, 1, 5)
     LockoutMinutes: int = whole(15, 1, 1440)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class TransfersSettings:
+    """`Transfers__*`: how long a minted transfer authorization lives."""
+
     AuthorizationSeconds: int = whole(300, 30, 3600)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class ApiDocsSettings:
     """Beyond the ADRs: the API page (`GET /api/docs`). Unset: on under `serve`, off under the
     Functions host."""
@@ -235,7 +253,7 @@ class ApiDocsSettings:
     Enabled: bool | None = parsed(None, _flag, blank=None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Settings:
     """Every app setting (docs/settings.md), grouped by section as the .NET API groups them;
     `load_settings` builds it from the environment, checking each key by its field's Rule."""
