@@ -19,7 +19,7 @@ import azure.functions as func
 from api_funcs.long_lived import long_lived_build
 
 if TYPE_CHECKING:
-    from shared.bootstrap import Host, Services
+    from shared.bootstrap import Host
 
 
 @dataclass(frozen=True)
@@ -69,19 +69,9 @@ def blueprint(host: Host) -> func.Blueprint:
             from api_funcs.app import FEATURES, create_app
             from api_funcs.context import AppContext
 
-            context = AppContext(host.settings, services, "function", host.telemetry)
+            context = AppContext(host.settings, host.services, "function", host.telemetry)
             features = FEATURES if feature is None else (feature,)
             return func.AsgiMiddleware(create_app(context, features))
-
-    composed: list[Services] = []
-
-    def services() -> Services:
-        # The host's services (the engine, the driver, every service) live for the process too:
-        # composed on the first request that reads one, without the collector's walks.
-        if not composed:
-            with long_lived_build():
-                composed.append(host.services())
-        return composed[0]
 
     bp = func.Blueprint()
     for op in (*OPERATIONS, *PAGES):
@@ -92,8 +82,20 @@ def blueprint(host: Host) -> func.Blueprint:
 def _register(
     bp: func.Blueprint, op: Operation, asgi: Callable[[str | None], func.AsgiMiddleware]
 ) -> None:
+    answered_once = False
+
     async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
-        return await asgi(op.feature).handle_async(req, context)
+        nonlocal answered_once
+        app = asgi(op.feature)
+        if answered_once:
+            return await app.handle_async(req, context)
+        # A Function's first request imports and builds what its route reads (the driver,
+        # PyJWT, the ORM, the services it composes), which lives for the process: built like
+        # the app, without the collector's walks.
+        with long_lived_build():
+            response = await app.handle_async(req, context)
+        answered_once = True
+        return response
 
     handler.__name__ = op.name
     bp.function_name(op.name)(
