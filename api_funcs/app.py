@@ -4,22 +4,27 @@ one named HTTP Function per operation (api_funcs.functions)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from api_funcs.body_limit import BodyLimit
 from api_funcs.context import AppContext
 from api_funcs.docs_page import docs_page_on, install_docs_page
 from api_funcs.problems import install_problem_handlers
-from api_funcs.routes import accounts, health, pin, transactions
 from api_funcs.telemetry_recorder import install_request_spans
 from api_funcs.unhandled import UnhandledErrors
 
 OPENAPI_URL = "/api/openapi.json"
+# The route modules (api_funcs/routes), one router each, in the order the document lists them.
+FEATURES = ("health", "accounts", "pin", "transactions")
 
 
-def create_app(context: AppContext) -> FastAPI:
+def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
+    """The app over `context`, routing the `features` given: every one under uvicorn; under the
+    Functions host, the one whose Function was called (api_funcs.functions), which is all a
+    Function's requests can reach."""
     functions_host = context.host == "function"
     docs = docs_page_on(context.settings, functions_host=functions_host)
     app = FastAPI(
@@ -41,14 +46,27 @@ def create_app(context: AppContext) -> FastAPI:
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
-    app.include_router(health.router)
-    app.include_router(accounts.router)
-    app.include_router(pin.router)
-    app.include_router(transactions.router)
+    for feature in features:
+        app.include_router(_router(feature))
     _declare_only_real_refusals(app)
     if docs:
         install_docs_page(app)
     return app
+
+
+def _router(feature: str) -> APIRouter:
+    # Each feature's module is imported when an app that routes it is built.
+    if feature == "health":
+        from api_funcs.routes.health import router
+    elif feature == "accounts":
+        from api_funcs.routes.accounts import router
+    elif feature == "pin":
+        from api_funcs.routes.pin import router
+    elif feature == "transactions":
+        from api_funcs.routes.transactions import router
+    else:
+        raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
+    return router
 
 
 def _declare_only_real_refusals(app: FastAPI) -> None:

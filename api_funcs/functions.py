@@ -1,5 +1,11 @@
-"""One named HTTP-triggered Function per operation, each handing its request to the
-one FastAPI app, so an operator can disable or watch one (`AzureWebJobs.transfer.Disabled`)."""
+"""One named HTTP-triggered Function per operation, each handing its request to the FastAPI
+app, so an operator can disable or watch one (`AzureWebJobs.transfer.Disabled`).
+
+The host routes each request to its Function by route and method, so a Function's requests
+reach only its own feature's routes: each feature's app is built, with that feature's router
+alone, on the first request to one of its Functions. A cold instance's first request then builds
+one router, not thirteen operations' (bench/cold_start.py); the pages build the whole app, whose
+document lists every operation."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import azure.functions as func
 from api_funcs.long_lived import long_lived_build
 
 if TYPE_CHECKING:
-    from shared.bootstrap import Host, Services
+    from shared.bootstrap import Host
 
 
 @dataclass(frozen=True)
@@ -21,59 +27,51 @@ class Operation:
     name: str  # the Function's name, and the FastAPI route's name
     route: str  # under the host's routePrefix "api"
     methods: tuple[str, ...]
+    feature: str | None  # the module of api_funcs/routes that answers it; None: the whole app
     auth_level: func.AuthLevel = func.AuthLevel.FUNCTION
 
 
 # docs/http.md lists them. A test pins that these and the FastAPI routes are the same set.
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("health", "health", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("health", "health", ("GET",), "health", func.AuthLevel.ANONYMOUS),
     # The platform's health check calls it with no key (docs/operations.md).
-    Operation("ready", "health/ready", ("GET",), func.AuthLevel.ANONYMOUS),
-    Operation("accounts", "accounts", ("GET",)),
+    Operation("ready", "health/ready", ("GET",), "health", func.AuthLevel.ANONYMOUS),
+    Operation("accounts", "accounts", ("GET",), "accounts"),
     # Two Functions on one route, told apart by method (each can be disabled on its own).
-    Operation("pin_enrol", "pin", ("POST",)),
-    Operation("pin_change", "pin", ("PUT",)),
-    Operation("mint", "transactions/transfer/authorizations", ("POST",)),
-    Operation("transfer", "transactions/transfer", ("POST",)),
-    Operation("internal_transfer", "transactions/internal-transfer", ("POST",)),
-    Operation("deposit", "transactions/deposit", ("POST",)),
-    Operation("withdrawal", "transactions/withdrawal", ("POST",)),
-    Operation("allowance", "transactions/allowance", ("GET",)),
+    Operation("pin_enrol", "pin", ("POST",), "pin"),
+    Operation("pin_change", "pin", ("PUT",), "pin"),
+    Operation("mint", "transactions/transfer/authorizations", ("POST",), "transactions"),
+    Operation("transfer", "transactions/transfer", ("POST",), "transactions"),
+    Operation("internal_transfer", "transactions/internal-transfer", ("POST",), "transactions"),
+    Operation("deposit", "transactions/deposit", ("POST",), "transactions"),
+    Operation("withdrawal", "transactions/withdrawal", ("POST",), "transactions"),
+    Operation("allowance", "transactions/allowance", ("GET",), "transactions"),
 )
 
 # What is no operation but still needs a Function to be reached on Azure: the API page and the
 # document it reads, anonymous like any page. The app answers 404 for both unless
 # ApiDocs__Enabled turns the page on (api_funcs/docs_page.py).
 PAGES: tuple[Operation, ...] = (
-    Operation("docs", "docs/{*asset}", ("GET",), func.AuthLevel.ANONYMOUS),
-    Operation("openapi", "openapi.json", ("GET",), func.AuthLevel.ANONYMOUS),
+    Operation("docs", "docs/{*asset}", ("GET",), None, func.AuthLevel.ANONYMOUS),
+    Operation("openapi", "openapi.json", ("GET",), None, func.AuthLevel.ANONYMOUS),
 )
 
 
 def blueprint(host: Host) -> func.Blueprint:
-    """Every operation and page as its own Function, each handing its request to the one app
-    over `host`'s services, which the timer Function shares (function_app.py)."""
+    """Every operation and page as its own Function, each handing its request to its feature's
+    app over `host`'s services, which the timer Function shares (function_app.py)."""
 
     @functools.cache
-    def asgi() -> func.AsgiMiddleware:
-        # Built on the first request, never at import: a cold instance indexes its Functions
-        # without importing FastAPI, the routes or the ORM (bench/cold_start.py).
+    def asgi(feature: str | None) -> func.AsgiMiddleware:
+        # Built on the feature's first request, never at import: a cold instance indexes its
+        # Functions without importing FastAPI, the routes or the ORM (bench/cold_start.py).
         with long_lived_build():
-            from api_funcs.app import create_app
+            from api_funcs.app import FEATURES, create_app
             from api_funcs.context import AppContext
 
-            context = AppContext(host.settings, services, "function", host.telemetry)
-            return func.AsgiMiddleware(create_app(context))
-
-    composed: list[Services] = []
-
-    def services() -> Services:
-        # The host's services (the engine, the driver, every service) live for the process too:
-        # composed on the first request that reads one, without the collector's walks.
-        if not composed:
-            with long_lived_build():
-                composed.append(host.services())
-        return composed[0]
+            context = AppContext(host.settings, host.services, "function", host.telemetry)
+            features = FEATURES if feature is None else (feature,)
+            return func.AsgiMiddleware(create_app(context, features))
 
     bp = func.Blueprint()
     for op in (*OPERATIONS, *PAGES):
@@ -81,9 +79,23 @@ def blueprint(host: Host) -> func.Blueprint:
     return bp
 
 
-def _register(bp: func.Blueprint, op: Operation, asgi: Callable[[], func.AsgiMiddleware]) -> None:
+def _register(
+    bp: func.Blueprint, op: Operation, asgi: Callable[[str | None], func.AsgiMiddleware]
+) -> None:
+    answered_once = False
+
     async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
-        return await asgi().handle_async(req, context)
+        nonlocal answered_once
+        app = asgi(op.feature)
+        if answered_once:
+            return await app.handle_async(req, context)
+        # A Function's first request imports and builds what its route reads (the driver,
+        # PyJWT, the ORM, the services it composes), which lives for the process: built like
+        # the app, without the collector's walks.
+        with long_lived_build():
+            response = await app.handle_async(req, context)
+        answered_once = True
+        return response
 
     handler.__name__ = op.name
     bp.function_name(op.name)(

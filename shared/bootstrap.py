@@ -1,10 +1,11 @@
-"""The composition root: `bootstrap` builds every service of a host, once, from checked settings,
-an engine and a clock; a `Host` is `serve` or the Functions host around it (settings checked at
-its start, its relay, its services composed on first use). The command line, the tests and the
-benches call `bootstrap`; a test or a bench hands its own collaborator in here (a transport, a
-claim, a lock), so the services have no mode for one. A route, a command or the timer only reads
-the services: nothing is built per request, and a new collaborator is wired in this one file. No
-FastAPI or Azure type appears here; the edge builds the telemetry (api_funcs.telemetry).
+"""The composition root: `bootstrap` gives every service of a host from checked settings, an
+engine and a clock, each built once on first use; a `Host` is `serve` or the Functions host
+around it (settings checked at its start, its relay, its services composed on first use). The
+command line, the tests and the benches call `bootstrap`; a test or a bench hands its own
+collaborator in here (a transport, a claim, a lock), so the services have no mode for one. A
+route, a command or the timer only reads the services: nothing is built per request, and a new
+collaborator is wired in this one file. No FastAPI or Azure type appears here; the edge builds
+the telemetry (api_funcs.telemetry).
 """
 
 from __future__ import annotations
@@ -12,18 +13,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedRelay
 from shared.notices.runner_name import make_runner_name, runner_kind
-from shared.notices.transports import (
-    BlobContainerTransport,
-    NoticeTransport,
-    PickupDirectoryTransport,
-)
 from shared.settings import (
     HostedKind,
     Settings,
@@ -37,10 +32,12 @@ from shared.settings import (
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
-    # The services' modules (SQLAlchemy, the ORM, PyJWT under them) are imported where a host
-    # is composed: a cold Functions instance indexes without them (bench/cold_start.py).
+    # Each service's module (SQLAlchemy, the ORM, PyJWT under them) is imported where the
+    # service is first built: a cold Functions instance indexes without them, and a request
+    # imports only the services it reads (bench/cold_start.py).
     from sqlalchemy import Engine
 
+    from shared.audit.appender import AuditAppender
     from shared.audit.chain import AuditChain
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
@@ -55,33 +52,123 @@ if TYPE_CHECKING:
     from shared.notices.relay_loop import NoticeRelayService
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweep
+    from shared.notices.transports import NoticeTransport
     from shared.readiness import ProbedTarget, Readiness
 
 # The command line and `serve` only; the Functions host refuses to start without Database__Url.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
-@dataclass(frozen=True)
 class Services:
-    """Every service of one host, built once. `audit_chain` is None while Audit__ChainKey is
-    unset (only hosts that never write audit rows may start so); `sweep` is the notice sweep of
-    the runner this host was built for, or None when it was built for none. `readiness` checks
-    the pickup target only where this host delivers notices (ADR-0048 D6)."""
+    """Every service of one host, each built on its first use and kept for the host's life, so
+    a request builds only what it reads (the first accounts request of a cold instance imports
+    no money service: bench/cold_start.py). `audit_chain` is None while Audit__ChainKey is unset
+    (only hosts that never write audit rows may start so); `sweep` is the notice sweep of the
+    runner this host was built for, or None when it was built for none. `readiness` checks the
+    pickup target only where this host delivers notices (ADR-0048 D6)."""
 
-    settings: Settings
-    engine: Engine
-    clock: Clock
-    tokens: TokenVerifier
-    limit: DailyOutflowLimit
-    pins: PinVerifier
-    pin_changes: PinChanges
-    mint: TransferMint
-    transfers: TransferService
-    rails: AccountRails
-    audit_chain: AuditChain | None
-    sweep: NoticeSweep | None
-    readiness: Readiness
-    telemetry: Telemetry
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        clock: Clock,
+        *,
+        sweep: NoticeSweep | None,
+        telemetry: Telemetry,
+        daily_limit_lock: DailyLimitLock | None,
+        transfer_writes: TransferWriter | None,
+    ) -> None:
+        self.settings, self.engine, self.clock = settings, engine, clock
+        self.sweep, self.telemetry = sweep, telemetry
+        self._daily_limit_lock, self._transfer_writes = daily_limit_lock, transfer_writes
+
+    @functools.cached_property
+    def tokens(self) -> TokenVerifier:
+        from shared.identity.tokens import TokenVerifier
+
+        jwks = None
+        if self.settings.Auth.JwksUrl:  # the JWKS machinery only then (bench/cold_start.py)
+            from shared.identity.jwks import JwksKeys
+
+            jwks = JwksKeys(self.settings.Auth.JwksUrl, self.clock)
+        return TokenVerifier(self.settings, self.clock, jwks=jwks)
+
+    @functools.cached_property
+    def audit_chain(self) -> AuditChain | None:
+        from shared.audit.chain import AuditChain
+
+        return AuditChain.from_settings(self.settings) if self.settings.Audit.ChainKey else None
+
+    @functools.cached_property
+    def _audit(self) -> AuditAppender:
+        from shared.audit.chain import UnkeyedAuditChain
+
+        return self.audit_chain if self.audit_chain is not None else UnkeyedAuditChain()
+
+    @functools.cached_property
+    def limit(self) -> DailyOutflowLimit:
+        from shared.money.daily_limit import DailyOutflowLimit
+
+        return DailyOutflowLimit(self.settings.DailyLimit.Amount, self.clock)
+
+    @functools.cached_property
+    def pins(self) -> PinVerifier:
+        from shared.identity.pins import PinVerifier
+
+        return PinVerifier(self.engine, self.clock, self.settings.Pin)
+
+    @functools.cached_property
+    def pin_changes(self) -> PinChanges:
+        from shared.identity.pin_service import PinChanges
+
+        return PinChanges(self.engine, self.clock, self._audit, self.pins)
+
+    @functools.cached_property
+    def mint(self) -> TransferMint:
+        from shared.money.mint import TransferMint
+
+        seconds = self.settings.Transfers.AuthorizationSeconds
+        return TransferMint(
+            self.engine, self.clock, self.limit, self.pins, authorization_seconds=seconds
+        )
+
+    @functools.cached_property
+    def transfers(self) -> TransferService:
+        from shared.money.applock_sql import DailyLimitLock
+        from shared.money.transfer_write_sql import write_transfer
+        from shared.money.transfers import TransferService
+
+        lock = self._daily_limit_lock or DailyLimitLock(self.settings.DailyLimit.LockTimeoutSeconds)
+        writes = self._transfer_writes or write_transfer
+        return TransferService(self.engine, self.clock, self.limit, lock, self._audit, writes)
+
+    @functools.cached_property
+    def rails(self) -> AccountRails:
+        from shared.money.rails import AccountRails
+
+        # The rails take no application lock: their waits are the key's, the tail's and the
+        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        wait = self.settings.Database.LockTimeoutSeconds
+        return AccountRails(self.engine, self.clock, self._audit, busy_timeout_seconds=wait)
+
+    @functools.cached_property
+    def readiness(self) -> Readiness:
+        from shared.readiness import Readiness
+
+        pickup: Callable[[], ProbedTarget] | None = None
+        if self.sweep is not None:
+            # ADR-0048 D6: readiness probes the pickup only where the host delivers, the
+            # sweep's own; either transport takes a probe.
+            target = cast("ProbedTarget", self.sweep.transport)
+
+            def pickup_target() -> ProbedTarget:
+                return target
+
+            pickup = pickup_target
+        engine = self.engine
+        return Readiness(
+            lambda: engine, pickup=pickup, timeout_seconds=self.settings.Health.ReadyTimeoutSeconds
+        )
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
@@ -104,87 +191,31 @@ def bootstrap(
     transfer_writes: TransferWriter | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
-    """Build every service of a host whose `settings` passed `require_host`.
+    """The services of a host whose `settings` passed `require_host`, each built on first use.
 
     `engine`: the host's, or a URL (the process's engine for it, built, not connected: a driver
     this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
     `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`,
     `daily_limit_lock` and `transfer_writes` replace what the settings and the dialect give, for
-    a test's or a bench's own. `telemetry`: the
-    edge's, its backlog gauges wired to the engine."""
-    from shared.audit.appender import AuditAppender
-    from shared.audit.chain import AuditChain, UnkeyedAuditChain
+    a test's or a bench's own. `telemetry`: the edge's, its backlog gauges wired to the engine."""
     from shared.db.engine import EngineOptions, get_engine
-    from shared.identity.pin_service import PinChanges
-    from shared.identity.pins import PinVerifier
-    from shared.identity.tokens import TokenVerifier
-    from shared.money.applock_sql import DailyLimitLock
-    from shared.money.daily_limit import DailyOutflowLimit
-    from shared.money.mint import TransferMint
-    from shared.money.rails import AccountRails
-    from shared.money.transfer_write_sql import write_transfer
-    from shared.money.transfers import TransferService
-    from shared.readiness import Readiness
 
     if engine is None or isinstance(engine, str):
         url = engine or database_url(settings, local_default=True)
         engine = get_engine(url, EngineOptions.of(settings.Database))
     clock = clock or SystemClock()
-    lock_timeout = settings.DailyLimit.LockTimeoutSeconds
-    row_lock_timeout = settings.Database.LockTimeoutSeconds
-    chain = AuditChain.from_settings(settings) if settings.Audit.ChainKey else None
-    audit: AuditAppender = chain if chain is not None else UnkeyedAuditChain()
-    limit = DailyOutflowLimit(settings.DailyLimit.Amount, clock)
-    pins = PinVerifier(engine, clock, settings.Pin)
-    jwks = None
-    if settings.Auth.JwksUrl:  # the JWKS machinery only then (bench/cold_start.py)
-        from shared.identity.jwks import JwksKeys
-
-        jwks = JwksKeys(settings.Auth.JwksUrl, clock)
-    sweep: NoticeSweep | None = None
-    pickup: Callable[[], ProbedTarget] | None = None
+    sweep = None
     if runner is not None:
         sweep = _runner_sweep(settings, engine, clock, runner, transport, claim)
-        # ADR-0048 D6: readiness probes the pickup only where the host delivers, the sweep's own.
-        target = cast("ProbedTarget", sweep.transport)  # either transport takes a probe
-
-        def pickup_target() -> ProbedTarget:
-            return target
-
-        pickup = pickup_target
     telemetry.watch_backlog(_backlog_reader(engine, clock))
     return Services(
-        settings=settings,
-        engine=engine,
-        clock=clock,
-        tokens=TokenVerifier(settings, clock, jwks=jwks),
-        limit=limit,
-        pins=pins,
-        pin_changes=PinChanges(engine, clock, audit, pins),
-        mint=TransferMint(
-            engine,
-            clock,
-            limit,
-            pins,
-            authorization_seconds=settings.Transfers.AuthorizationSeconds,
-        ),
-        transfers=TransferService(
-            engine,
-            clock,
-            limit,
-            daily_limit_lock or DailyLimitLock(lock_timeout),
-            audit,
-            transfer_writes or write_transfer,
-        ),
-        # The rails take no application lock: their waits are the key's, the tail's and the
-        # rows', Database__LockTimeoutSeconds, which every connection already has.
-        rails=AccountRails(engine, clock, audit, busy_timeout_seconds=row_lock_timeout),
-        audit_chain=chain,
+        settings,
+        engine,
+        clock,
         sweep=sweep,
-        readiness=Readiness(
-            lambda: engine, pickup=pickup, timeout_seconds=settings.Health.ReadyTimeoutSeconds
-        ),
         telemetry=telemetry,
+        daily_limit_lock=daily_limit_lock,
+        transfer_writes=transfer_writes,
     )
 
 
@@ -230,6 +261,8 @@ def notice_transport(settings: Settings) -> NoticeTransport:
     """The pickup target `Notices` names: the directory or the blob container (exactly one).
     Call after `require_host`, which also checks the directory exists outside any git tree;
     nothing connects here (a container's client is built on its first delivery)."""
+    from shared.notices.transports import BlobContainerTransport, PickupDirectoryTransport
+
     problem = pickup_target_problem(settings)
     if problem is not None:
         raise SettingsError([problem])

@@ -1,8 +1,16 @@
-"""App settings: one pydantic model read from `Section__Key` (or `Section:Key`) variables.
+"""App settings: frozen dataclasses read from `Section__Key` (or `Section:Key`) variables.
 
 Every error names the key as an operator spells it (`Notices__BatchSize`) and says the fix
-(docs/settings.md). Range and enum rules live on the model; the rules that depend on which host is
-asking (ADR-0048 D6, ADR-0051 D3) live in `check_host`, so each host asks only about itself.
+(docs/settings.md). Each field's `Rule` (its parse, its bounds, what a blank means) is the one
+statement of what the key accepts; the rules that depend on which host is asking (ADR-0048 D6,
+ADR-0051 D3) live in `check_host`, so each host asks only about itself.
+
+Plain dataclasses, not a pydantic model: the Functions host checks its settings while the worker
+indexes, and importing pydantic and building a model's validators cost a cold instance ~45 ms of
+CPU there, more than the rest of indexing (bench/README.md); the app's request models, built on
+the first request, still use pydantic. Each class has a docstring and no generated `__repr__` or
+`__eq__` (dataclasses' cost at import is per generated method, and a docstring-less class pays
+for a signature); without a `__repr__` no settings object prints a secret either.
 """
 
 from __future__ import annotations
@@ -11,12 +19,11 @@ import base64
 import enum
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shared.notices.pickup_guard import pickup_directory_problem
 
@@ -58,127 +65,226 @@ def is_named(settings: Settings, host: Host) -> bool:
     return settings.Notices.Runner is _NAMED_BY.get(host)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+# A Rule's `blank` when a blank value is parsed like any other text (and refused where it
+# does not parse).
+_PARSED = object()
 
 
-class DatabaseSettings(_Section):
-    Url: str | None = None
+@dataclass(frozen=True, repr=False, eq=False)
+class Rule:
+    """How one setting's text becomes its value: the parse, the bounds a number keeps (the fix
+    an operator reads spells them), and the value a blank leaves."""
+
+    parse: Callable[[str], Any]
+    low: int | Decimal | None = None
+    high: int | Decimal | None = None
+    places: int | None = None
+    blank: Any = _PARSED
+
+
+class _Refused(ValueError):
+    """A setting's text cannot be its value; the message is what the operator reads."""
+
+
+def setting(default: Any, rule: Rule) -> Any:
+    return field(default=default, metadata={"rule": rule})
+
+
+def _whole(text: str) -> int:
+    # ASCII digits only, and few enough that int() never meets its own digit limit.
+    if not re.fullmatch(r"[+-]?[0-9]{1,100}", text.strip()):
+        raise _Refused("Input should be a valid integer")
+    return int(text)
+
+
+def _amount(text: str) -> Decimal:
+    try:
+        value = Decimal(text.strip())
+    except ArithmeticError:
+        raise _Refused("Input should be a valid decimal") from None
+    if not value.is_finite():
+        raise _Refused("Input should be a finite number")
+    return value
+
+
+def _flag(text: str) -> bool:
+    # pydantic's spellings, which the .NET binder's true/false are among.
+    word = text.strip().lower()
+    if word in {"1", "on", "t", "true", "y", "yes"}:
+        return True
+    if word in {"0", "off", "f", "false", "n", "no"}:
+        return False
+    raise _Refused("Input should be a valid boolean, unable to interpret input")
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _runner(text: str) -> NoticeRunner:
+    # The .NET configuration binder parses enums case-insensitively; an operator who writes
+    # `function` in the portal means Function, and the two hosts must agree on it.
+    for runner in NoticeRunner:
+        if text.strip().lower() == runner.value.lower():
+            return runner
+    raise _Refused("Input should be 'None', 'Api' or 'Function'")
+
+
+def _chain_key(text: str) -> str:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise _Refused("must be base64") from None
+    if len(raw) < 32:
+        raise _Refused("must decode to at least 32 bytes")
+    return text
+
+
+def parsed(default: Any, parse: Callable[[str], Any], *, blank: Any = _PARSED) -> Any:
+    return setting(default, Rule(parse, blank=blank))
+
+
+def amount(default: str, above: int, below: Decimal, places: int) -> Any:
+    return setting(Decimal(default), Rule(_amount, Decimal(above), below, places))
+
+
+def whole(default: int, low: int, high: int) -> Any:
+    return setting(default, Rule(_whole, low, high))
+
+
+def text(*, blank_is_unset: bool = False) -> Any:
+    return parsed(None, _text, blank=None if blank_is_unset else _PARSED)
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class DatabaseSettings:
+    """`Database__*`: where the database is, its pool, and every wait on it."""
+
+    Url: str | None = text()
     # Per process (per Functions instance): the connections kept open, and the extra ones opened
     # under load and closed when returned; instances x (PoolSize + MaxOverflow) must stay within
     # what the database tier accepts (docs/settings.md).
-    PoolSize: int = Field(10, ge=1, le=100)
-    MaxOverflow: int = Field(20, ge=0, le=100)
+    PoolSize: int = whole(10, 1, 100)
+    MaxOverflow: int = whole(20, 0, 100)
     # Every wait on the database, in seconds (docs/settings.md, "Waits on the database").
-    ConnectTimeoutSeconds: int = Field(5, ge=2, le=60)
-    StatementTimeoutSeconds: int = Field(15, ge=2, le=300)
-    LockTimeoutSeconds: int = Field(5, ge=1, le=299)
-    PoolTimeoutSeconds: int = Field(5, ge=1, le=60)
-    KeepaliveSeconds: int = Field(10, ge=1, le=300)
+    ConnectTimeoutSeconds: int = whole(5, 2, 60)
+    StatementTimeoutSeconds: int = whole(15, 2, 300)
+    LockTimeoutSeconds: int = whole(5, 1, 299)
+    PoolTimeoutSeconds: int = whole(5, 1, 60)
+    KeepaliveSeconds: int = whole(10, 1, 300)
 
 
-class HealthSettings(_Section):
-    ReadyTimeoutSeconds: int = Field(3, ge=1, le=60)
+@dataclass(frozen=True, repr=False, eq=False)
+class HealthSettings:
+    """`Health__*`: the readiness probe's bound."""
+
+    ReadyTimeoutSeconds: int = whole(3, 1, 60)
 
 
-class NoticesSettings(_Section):
-    Runner: NoticeRunner = NoticeRunner.NONE
-    PickupDirectory: str | None = None
-    PickupContainer: str | None = None
-    Contact: str | None = None
-    PeriodSeconds: int = Field(15, ge=1, le=3600)
-    LeaseSeconds: int = Field(120, ge=2, le=86400)
-    BatchSize: int = Field(100, ge=1, le=1000)
-    Schedule: str = "0 */1 * * * *"
+@dataclass(frozen=True, repr=False, eq=False)
+class NoticesSettings:
+    """`Notices__*`: who delivers owed notices, where, and at what pace (ADR-0048)."""
 
-    @field_validator("Runner", mode="before")
-    @classmethod
-    def _runner_any_case(cls, value: Any) -> Any:
-        # The .NET configuration binder parses enums case-insensitively; an operator who writes
-        # `function` in the portal means Function, and the two hosts must agree on it.
-        if isinstance(value, str):
-            for runner in NoticeRunner:
-                if value.strip().lower() == runner.value.lower():
-                    return runner
-        return value
-
-    @field_validator("PickupDirectory", "PickupContainer", "Contact", mode="before")
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
+    Runner: NoticeRunner = parsed(NoticeRunner.NONE, _runner)  # noqa: RUF009 - a field()
+    PickupDirectory: str | None = text(blank_is_unset=True)
+    PickupContainer: str | None = text(blank_is_unset=True)
+    Contact: str | None = text(blank_is_unset=True)
+    PeriodSeconds: int = whole(15, 1, 3600)
+    LeaseSeconds: int = whole(120, 2, 86400)
+    BatchSize: int = whole(100, 1, 1000)
+    Schedule: str = parsed("0 */1 * * * *", _text)
 
 
-class NoticesStorageSettings(_Section):
+@dataclass(frozen=True, repr=False, eq=False)
+class NoticesStorageSettings:
     """Beyond the ADR: where the blob pickup container lives (a connection string, or an
     account URI reached with a managed identity)."""
 
-    ConnectionString: str | None = None
-    blobServiceUri: str | None = None
+    ConnectionString: str | None = text()
+    blobServiceUri: str | None = text()
 
 
-class DailyLimitSettings(_Section):
-    Amount: Decimal = Field(Decimal("5000"), gt=0, lt=MONEY_MAX, decimal_places=2)
-    LockTimeoutSeconds: int = Field(10, ge=1, le=29)
+@dataclass(frozen=True, repr=False, eq=False)
+class DailyLimitSettings:
+    """`DailyLimit__*`: the per-user UTC-day limit and its lock's wait (ADR-0050)."""
+
+    Amount: Decimal = amount("5000", 0, MONEY_MAX, places=2)  # noqa: RUF009 - a field()
+    LockTimeoutSeconds: int = whole(10, 1, 29)
 
 
-class AuthSettings(_Section):
-    Issuer: str | None = None
-    Audience: str | None = None
-    JwksUrl: str | None = None
-    SigningKey: str | None = None
+@dataclass(frozen=True, repr=False, eq=False)
+class AuthSettings:
+    """`Auth__*`: how bearer tokens are verified (docs/security.md)."""
+
+    Issuer: str | None = text()
+    Audience: str | None = text()
+    JwksUrl: str | None = text()
+    SigningKey: str | None = text()
 
 
-class AuditSettings(_Section):
-    ChainKey: str | None = None
+@dataclass(frozen=True, repr=False, eq=False)
+class AuditSettings:
+    """`Audit__*`: the audit chain's key."""
 
-    @field_validator("ChainKey")
-    @classmethod
-    def _base64_of_32_bytes(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except ValueError:
-            raise ValueError("must be base64") from None
-        if len(raw) < 32:
-            raise ValueError("must decode to at least 32 bytes")
-        return value
+    ChainKey: str | None = parsed(None, _chain_key, blank=None)
 
 
-class PinSettings(_Section):
+@dataclass(frozen=True, repr=False, eq=False)
+class PinSettings:
+    """`Pin__*`: the PIN's tries and lockout."""
+
     # PSD2 RTS Art. 4: at most five tries.
-    MaxFailedAttempts: int = Field(5, ge=1, le=5)
-    LockoutMinutes: int = Field(15, ge=1, le=1440)
+    MaxFailedAttempts: int = whole(5, 1, 5)
+    LockoutMinutes: int = whole(15, 1, 1440)
 
 
-class TransfersSettings(_Section):
-    AuthorizationSeconds: int = Field(300, ge=30, le=3600)
+@dataclass(frozen=True, repr=False, eq=False)
+class TransfersSettings:
+    """`Transfers__*`: how long a minted transfer authorization lives."""
+
+    AuthorizationSeconds: int = whole(300, 30, 3600)
 
 
-class ApiDocsSettings(_Section):
+@dataclass(frozen=True, repr=False, eq=False)
+class ApiDocsSettings:
     """Beyond the ADRs: the API page (`GET /api/docs`). Unset: on under `serve`, off under the
     Functions host."""
 
-    Enabled: bool | None = None
-
-    @field_validator("Enabled", mode="before")
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
+    Enabled: bool | None = parsed(None, _flag, blank=None)
 
 
-_SECTIONS: dict[str, type[_Section]] = {
-    "Database": DatabaseSettings,
-    "Health": HealthSettings,
-    "Notices": NoticesSettings,
-    "NoticesStorage": NoticesStorageSettings,
-    "DailyLimit": DailyLimitSettings,
-    "Auth": AuthSettings,
-    "Audit": AuditSettings,
-    "Pin": PinSettings,
-    "Transfers": TransfersSettings,
-    "ApiDocs": ApiDocsSettings,
+@dataclass(frozen=True, repr=False, eq=False)
+class Settings:
+    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them;
+    `load_settings` builds it from the environment, checking each key by its field's Rule."""
+
+    Database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    Health: HealthSettings = field(default_factory=HealthSettings)
+    Notices: NoticesSettings = field(default_factory=NoticesSettings)
+    NoticesStorage: NoticesStorageSettings = field(default_factory=NoticesStorageSettings)
+    DailyLimit: DailyLimitSettings = field(default_factory=DailyLimitSettings)
+    Auth: AuthSettings = field(default_factory=AuthSettings)
+    Audit: AuditSettings = field(default_factory=AuditSettings)
+    Pin: PinSettings = field(default_factory=PinSettings)
+    Transfers: TransfersSettings = field(default_factory=TransfersSettings)
+    ApiDocs: ApiDocsSettings = field(default_factory=ApiDocsSettings)
+
+
+# Each section's class and its fields by name, in declaration order.
+_SECTION_TYPES: dict[str, Callable[..., Any]] = {
+    section.name: section.default_factory  # type: ignore[misc]
+    for section in fields(Settings)
 }
+_SECTIONS: dict[str, dict[str, Field[Any]]] = {
+    name: {f.name: f for f in fields(section)}  # type: ignore[arg-type]
+    for name, section in _SECTION_TYPES.items()
+}
+
+
+def setting_keys() -> list[str]:
+    """Every key as an operator spells it, `Section__Key`."""
+    return [f"{section}__{name}" for section, names in _SECTIONS.items() for name in names]
+
 
 # The fix an operator reads beside each key. A key with a range on its field reads that range from
 # the field itself (`_range_fix`), with what this table adds after it.
@@ -215,27 +321,20 @@ def fix_for(key: str) -> str:
 
 
 def _range_fix(key: str) -> str | None:
-    """`set KEY to …` spelled from the field's own bounds (ge/le for a whole number, gt/lt and
-    decimal_places for an amount), so nobody needs the source; None for a field without them."""
+    """`set KEY to …` spelled from the field's own bounds (a whole number's, an amount's with
+    its decimals), so nobody needs the source; None for a field without them."""
     section, _, name = key.partition("__")
-    field = _SECTIONS[section].model_fields.get(name) if section in _SECTIONS else None
-    if field is None:
+    found = _SECTIONS.get(section, {}).get(name)
+    rule: Rule | None = found.metadata.get("rule") if found is not None else None
+    if rule is None or rule.low is None or rule.high is None:
         return None
-    bounds = {
-        attribute: getattr(rule, attribute)
-        for rule in field.metadata
-        for attribute in ("ge", "le", "gt", "lt", "decimal_places")
-        if getattr(rule, attribute, None) is not None
-    }
-    if {"ge", "le"} <= bounds.keys():
-        return f"set {key} to a whole number from {bounds['ge']} to {bounds['le']}"
-    if {"gt", "lt", "decimal_places"} <= bounds.keys():
-        places = _IN_WORDS.get(bounds["decimal_places"], bounds["decimal_places"])
-        return (
-            f"set {key} to a number above {bounds['gt']} and below {bounds['lt']}, "
-            f"with at most {places} decimals"
-        )
-    return None
+    if rule.places is None:
+        return f"set {key} to a whole number from {rule.low} to {rule.high}"
+    places = _IN_WORDS.get(rule.places, rule.places)
+    return (
+        f"set {key} to a number above {rule.low} and below {rule.high}, "
+        f"with at most {places} decimals"
+    )
 
 
 _IN_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
@@ -262,7 +361,7 @@ def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     match case-insensitively, as the .NET configuration binder does. `NoticesStorage` alone is
     the connection string."""
     sections = {name.lower(): name for name in _SECTIONS}
-    fields = {name: {f.lower(): f for f in cls.model_fields} for name, cls in _SECTIONS.items()}
+    keys = {name: {key.lower(): key for key in names} for name, names in _SECTIONS.items()}
     out: dict[str, dict[str, str]] = {}
     for raw_key, value in environ.items():
         parts = raw_key.replace(":", "__").split("__")
@@ -271,43 +370,9 @@ def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
             continue
         if len(parts) == 1 and section == "NoticesStorage":
             out.setdefault(section, {})["ConnectionString"] = value
-        elif len(parts) == 2 and parts[1].lower() in fields[section]:
-            out.setdefault(section, {})[fields[section][parts[1].lower()]] = value
+        elif len(parts) == 2 and parts[1].lower() in keys[section]:
+            out.setdefault(section, {})[keys[section][parts[1].lower()]] = value
     return out
-
-
-class Settings(BaseModel):
-    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them.
-    `load_settings` reads the environment itself (read_app_settings) and hands the sections in,
-    so no second spelling of a key can silently win. A plain model, not pydantic-settings'
-    BaseSettings: with the environment read here it added no source, and importing it cost a
-    cold instance's indexing ~10 ms of CPU (bench/cold_start.py); `validate_default` is what
-    BaseSettings set."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
-
-    Database: DatabaseSettings = DatabaseSettings()
-    Health: HealthSettings = HealthSettings()
-    Notices: NoticesSettings = NoticesSettings()
-    NoticesStorage: NoticesStorageSettings = NoticesStorageSettings()
-    DailyLimit: DailyLimitSettings = DailyLimitSettings()
-    Auth: AuthSettings = AuthSettings()
-    Audit: AuditSettings = AuditSettings()
-    Pin: PinSettings = PinSettings()
-    Transfers: TransfersSettings = TransfersSettings()
-    ApiDocs: ApiDocsSettings = ApiDocsSettings()
-
-
-def _message(error: Any) -> str:
-    loc = error.get("loc", ())
-    key = "__".join(str(p) for p in loc[:2]) if loc else "settings"
-    given = error.get("input")
-    shown = (
-        f" (got {given!r})"
-        if isinstance(given, str | int | float) and key not in _SECRET_KEYS
-        else ""
-    )
-    return f"{key}: {error.get('msg', 'invalid')}{shown}. Fix: {fix_for(key)}."
 
 
 _SECRET_KEYS = {
@@ -319,16 +384,53 @@ _SECRET_KEYS = {
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate the settings every host shares; raise SettingsError naming each key."""
+    """Read and check the settings every host shares; raise SettingsError naming each key."""
     data = read_app_settings(os.environ if environ is None else environ)
-    try:
-        settings = Settings(**data)
-    except ValidationError as exc:
-        raise SettingsError([_message(e) for e in exc.errors()]) from None
+    problems: list[str] = []
+    sections = {
+        name: section(**_values(name, data.get(name, {}), problems))
+        for name, section in _SECTION_TYPES.items()
+    }
+    if problems:
+        raise SettingsError(problems)
+    settings = Settings(**sections)
     problems = _cross_field_problems(settings)
     if problems:
         raise SettingsError(problems)
     return settings
+
+
+def _values(section: str, given: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, raw in given.items():
+        key = f"{section}__{name}"
+        try:
+            values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
+        except _Refused as refused:
+            # A secret's text is never echoed; nor is anything but a short plain value.
+            shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
+            problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
+    return values
+
+
+def _value(rule: Rule, raw: str) -> Any:
+    if rule.blank is not _PARSED and not raw.strip():
+        return rule.blank
+    value = rule.parse(raw)
+    if rule.places is None:  # a whole number, its bounds inclusive
+        if rule.low is not None and value < rule.low:
+            raise _Refused(f"Input should be greater than or equal to {rule.low}")
+        if rule.high is not None and value > rule.high:
+            raise _Refused(f"Input should be less than or equal to {rule.high}")
+        return value
+    if rule.low is not None and value <= rule.low:
+        raise _Refused(f"Input should be greater than {rule.low}")
+    if rule.high is not None and value >= rule.high:
+        raise _Refused(f"Input should be less than {rule.high}")
+    exponent = value.normalize().as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > rule.places:
+        raise _Refused(f"Decimal input should have no more than {rule.places} decimal places")
+    return value
 
 
 # A SQLAlchemy URL opens with `backend[+driver]://` (SQLAlchemy's own pattern for the name). Read

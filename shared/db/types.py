@@ -7,11 +7,18 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, LargeBinary, Numeric, Text, Unicode
-from sqlalchemy.dialects import mssql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
+
+
+def _mssql() -> Any:
+    # SQL Server's own types, imported where a SQL Server dialect asks for them: a PostgreSQL or
+    # SQLite host never loads that dialect (~10 ms of a cold start: bench/cold_start.py).
+    from sqlalchemy.dialects import mssql
+
+    return mssql
 
 
 class Money(TypeDecorator[Decimal]):
@@ -52,19 +59,46 @@ def Str(length: int) -> Unicode:
 MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
-def ExactStr(length: int) -> TypeEngine[str]:
+class ExactStr(TypeDecorator[str]):
     """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
     binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
     pad under every SQL Server collation: shared/db/exact.py)."""
-    return Unicode(length).with_variant(
-        mssql.NVARCHAR(length, collation=MSSQL_EXACT_COLLATION), "mssql"
-    )
+
+    impl = Unicode
+    cache_ok = True
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "mssql":
+            exact = _mssql().NVARCHAR(self.length, collation=MSSQL_EXACT_COLLATION)
+            return dialect.type_descriptor(exact)
+        return dialect.type_descriptor(Unicode(self.length))
 
 
-# EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated NTEXT,
-# TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline DDL).
-LongText = Text().with_variant(mssql.NVARCHAR(), "mssql")
-Hash32 = LargeBinary(32).with_variant(mssql.VARBINARY(32), "mssql")
+class _OnSqlServer(TypeDecorator[Any]):
+    """EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated
+    NTEXT, TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline
+    DDL)."""
+
+    impl: Any = Text  # replaced by each instance's generic type
+    cache_ok = True
+
+    def __init__(self, generic: TypeEngine[Any], on_mssql: str, *args: int) -> None:
+        super().__init__()
+        self.impl = self.generic = generic
+        self.on_mssql, self.args = on_mssql, args
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "mssql":
+            return dialect.type_descriptor(getattr(_mssql(), self.on_mssql)(*self.args))
+        return dialect.type_descriptor(self.generic)
+
+
+LongText = _OnSqlServer(Text(), "NVARCHAR")
+Hash32 = _OnSqlServer(LargeBinary(32), "VARBINARY", 32)
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -78,7 +112,7 @@ class UtcDateTime(TypeDecorator[datetime]):
         # SQL Server's DATETIME rounds to 1/300 s; the audit chain hashes the instant it wrote,
         # so anything but DATETIME2 would make every RowHash fail on read-back.
         if dialect.name == "mssql":
-            return dialect.type_descriptor(mssql.DATETIME2(precision=7))
+            return dialect.type_descriptor(_mssql().DATETIME2(precision=7))
         return dialect.type_descriptor(DateTime(timezone=False))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:

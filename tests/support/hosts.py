@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
-from api_funcs.app import create_app
+from api_funcs.app import FEATURES, create_app
 from api_funcs.context import AppContext
 from shared.bootstrap import Services, bootstrap, database_url
 from shared.clock import Clock, SystemClock
@@ -65,11 +65,12 @@ def make_app(
     clock: Clock | None = None,
     host: HostedKind = "api",
     telemetry: Telemetry = NO_TELEMETRY,
+    features: Sequence[str] = FEATURES,
 ) -> FastAPI:
-    """The one FastAPI app as `host` serves it, over `db_url` (default Database__Url, never a
-    local file), its services composed through the root on the first request that reads one,
-    with the runner the flag names for `host` (so readiness checks its pickup); unlike a host's
-    start, nothing checks the settings first."""
+    """The FastAPI app as `host` serves it (routing `features`, by default all), over `db_url`
+    (default Database__Url, never a local file), its services composed through the root on the
+    first request that reads one, with the runner the flag names for `host` (so readiness checks
+    its pickup); unlike a host's start, nothing checks the settings first."""
     lock = threading.Lock()
     built: list[Services] = []
     runner = make_runner_name(host) if is_named(settings, host) else None
@@ -82,7 +83,7 @@ def make_app(
                 built.append(bootstrap(settings, url, clocked, runner=runner, telemetry=telemetry))
             return built[0]
 
-    return create_app(AppContext(settings, compose, host, telemetry))
+    return create_app(AppContext(settings, compose, host, telemetry), features)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from typing import Any
 from pycep import BicepParser
 from sqlalchemy.engine import make_url
 
-from shared.settings import Settings, SettingsError, check_host, load_settings
+from shared.settings import SettingsError, check_host, load_settings, setting_keys
 from tests.support.checkout import REPO
 
 APP_BICEP = REPO / "infra" / "app.bicep"
@@ -129,11 +129,7 @@ def platform_keys(doc: str) -> set[str]:
 
 def model_keys() -> set[str]:
     """Every key the settings model reads, spelled `Section__Key` (and `NoticesStorage` alone)."""
-    keys = {"NoticesStorage"}
-    for section, field in Settings.model_fields.items():
-        assert field.annotation is not None
-        keys |= {f"{section}__{name}" for name in field.annotation.model_fields}
-    return keys
+    return {"NoticesStorage", *setting_keys()}
 
 
 def _placeholder(name: str, parameter: Mapping[str, Any]) -> Any:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from shared.settings import Settings
+from shared.settings import setting_keys
 from tests.support.checkout import REPO
 from tests.support.connections import unused_port
 from tests.support.hosts import CHAIN_KEY
@@ -27,7 +27,7 @@ from tests.support.leak_watch import assert_no_secret_shapes
 CLI = (sys.executable, "-m", "azurebank_cli")
 WAIT = 60.0  # seconds: a bound on a slow shared machine, not a speed claim
 # Every section the app reads (`Database__Url`, `Notices:Runner`, ...), compared lower-case.
-_SECTIONS = frozenset(name.lower() for name in Settings.model_fields)
+_SECTIONS = frozenset(key.split("__")[0].lower() for key in setting_keys())
 
 
 def clean_environ(database_url: str, **settings: str) -> dict[str, str]:
