@@ -11,7 +11,8 @@ from api_funcs.deps import CurrentUser, get_session
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
-from api_funcs.schemas import AccountView, cents
+from api_funcs.schemas.accounts import AccountView
+from api_funcs.schemas.fields import cents
 from shared.accounts.listing import list_accounts
 from shared.errors import Unauthenticated
 

@@ -10,7 +10,7 @@ from api_funcs.deps import Context
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
-from api_funcs.schemas import ReadinessAnswer
+from api_funcs.schemas.health import ReadinessAnswer
 
 router = APIRouter(tags=["health"], generate_unique_id_function=operation_id)
 

@@ -11,7 +11,7 @@ from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
-from api_funcs.schemas import PinChange, PinEnrolment, PinOutcome
+from api_funcs.schemas.pin import PinChange, PinEnrolment, PinOutcome
 from shared.audit.chain import AuditChainUnavailable
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
 from shared.identity.refusals import (

@@ -22,7 +22,8 @@ from api_funcs.problem_docs import (
     idempotency_key_parameter,
 )
 from api_funcs.routes import operation_id
-from api_funcs.schemas import (
+from api_funcs.schemas.fields import cents, compared_text_refusal
+from api_funcs.schemas.transactions import (
     AccountAmountBody,
     AllowanceResponse,
     InternalTransferBody,
@@ -33,8 +34,6 @@ from api_funcs.schemas import (
     Receipt,
     TransferBody,
     TransferResponse,
-    cents,
-    compared_text_refusal,
 )
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work

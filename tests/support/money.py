@@ -14,7 +14,7 @@ from typing import Any
 import httpx2 as httpx
 from fastapi.testclient import TestClient
 
-from api_funcs.schemas import (
+from api_funcs.schemas.transactions import (
     InternalTransferResponse,
     RailResponse,
     Receipt,

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from api_funcs import exact_json
 from api_funcs.decimal_json import UNHOLDABLE, loads_decimal
-from api_funcs.schemas import Money, cents
+from api_funcs.schemas.fields import Money, cents
 
 MONEY = TypeAdapter(Money)
 
