@@ -3,9 +3,15 @@ settings are read and checked for this host (a refused set raises SettingsError 
 and the fix, so the host indexes no function) and the relay announced; nothing connects, and
 the one Host's services are composed on the first request or tick, for both blueprints."""
 
+import os
+
 import azure.functions as func
 
 from api_funcs.long_lived import long_lived_build
+
+# The app uses no pydantic plugin; looking for one reads every installed package's entry points
+# when the first request builds its models (~5 ms of a cold start). An operator may still set it.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 # What indexing builds lives for the process: built without the collector's walks, then frozen.
 with long_lived_build():

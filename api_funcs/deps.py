@@ -12,7 +12,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api_funcs.context import AppContext
-from shared.audit.chain import AuditChainUnavailable
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
@@ -85,6 +84,9 @@ def require_audit_chain(_: CurrentUser, services: HostServices) -> None:
     try:
         services.require_audit_chain()
     except SettingsError as exc:
+        # Imported here: the routes that read no chain (health, accounts) never load it.
+        from shared.audit.chain import AuditChainUnavailable
+
         log.error("%s", exc)
         raise AuditChainUnavailable from None
 

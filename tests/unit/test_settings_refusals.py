@@ -192,3 +192,12 @@ def test_notices_runner_is_read_in_any_case_as_the_dotnet_binder_reads_enums(
     spelled: str, meant: str
 ) -> None:
     assert load_settings({"Notices__Runner": spelled}).Notices.Runner.value == meant
+
+
+def test_the_default_schedule_passes_the_check_the_host_skips_for_it() -> None:
+    # The Functions host checks a schedule with croniter only when it is not the default
+    # (shared/settings.py), so the default itself must be one that check accepts.
+    from shared.settings import DEFAULT_SCHEDULE, _schedule_problems
+
+    assert _schedule_problems(DEFAULT_SCHEDULE) == []
+    assert load_settings({}).Notices.Schedule == DEFAULT_SCHEDULE
