@@ -8,7 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import NamedTuple
 
-from sqlalchemy import Select, Update, bindparam, or_, select, update
+from sqlalchemy import Select, Update, bindparam, false, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.prebuilt import prebuilt
@@ -23,7 +23,7 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
     closed one is invisible, as behind the API's soft-delete filter), 403 ACCOUNT_FORBIDDEN when
     it is another customer's."""
     account = session.scalar(
-        select(Account).where(Account.Id == account_id, Account.IsDeleted.is_(False))
+        select(Account).where(Account.Id == account_id, Account.IsDeleted == false())
     )
     if account is None:
         raise AccountNotFound()
@@ -64,7 +64,7 @@ def open_account_and_primary_account(
 def _primary_account_id() -> Select[uuid.UUID]:
     return (
         select(Account.Id)
-        .where(Account.UserId == bindparam("payee_user_id"), Account.IsDeleted.is_(False))
+        .where(Account.UserId == bindparam("payee_user_id"), Account.IsDeleted == false())
         .order_by(Account.CreatedAt, Account.Id)
         .limit(1)
     )
@@ -73,7 +73,7 @@ def _primary_account_id() -> Select[uuid.UUID]:
 @prebuilt
 def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
     return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
-        Account.IsDeleted.is_(False),
+        Account.IsDeleted == false(),
         or_(
             Account.Id == bindparam("account_id"),
             Account.Id == _primary_account_id().scalar_subquery(),
@@ -89,7 +89,7 @@ def balance_update(account_id: uuid.UUID, seen_version: int, new_balance: Decima
         .where(
             Account.Id == account_id,
             Account.Version == seen_version,
-            Account.IsDeleted.is_(False),
+            Account.IsDeleted == false(),
         )
         .values(Balance=new_balance, Version=Account.Version + 1)
         .execution_options(synchronize_session=False)

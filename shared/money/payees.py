@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, case, exists, func, select
+from sqlalchemy import bindparam, case, exists, false, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -65,6 +65,6 @@ def payee_match() -> ColumnElement[bool]:
 def payee_columns() -> tuple[InstrumentedAttribute[str], ColumnElement[int]]:
     """The matched user's Id, and 1 when it has an open account to receive into (else 0): CASE
     WHEN EXISTS, because SQL Server has no boolean expression in a select list."""
-    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted.is_(False))
+    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted == false())
     has_open_account: ColumnElement[int] = case((open_account, 1), else_=0)
     return AspNetUser.Id, has_open_account

@@ -115,6 +115,10 @@ def _parse(sql: str) -> list[exp.Expression]:
         opaque = tree if isinstance(tree, exp.Command) else tree.find(exp.Command)
         if opaque is not None:
             raise SqlglotError(f"parsed only as an opaque Command: {opaque.sql('tsql')[:200]}")
+        # sqlglot accepts `x IS 0`; SQL Server's IS takes only NULL (a syntax error there).
+        for test in tree.find_all(exp.Is):
+            if not isinstance(test.expression, exp.Null):
+                raise SqlglotError(f"IS with something but NULL: {test.sql('tsql')[:200]}")
     return trees
 
 
