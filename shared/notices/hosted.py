@@ -1,11 +1,7 @@
-"""HostedRelay: the one hosted runner of the relay, for the API's loop (ADR-0048 D1) and the
-timer Function (ADR-0051) alike.
-
-Built at the host's start from settings checked once (shared.bootstrap.Host), it reads
-`Notices__Runner` once: the runner the flag names announces itself with the name a reader
-matches against `LeasedBy`, and each tick runs one NoticeSweep; every other host says it steps
-aside (ADR-0051 D4) and its ticks return at once, touching nothing. The one catch-all is the
-sweep's own: NoticeSweep.run never raises an ordinary exception (D1, D7).
+"""HostedRelay: the one hosted runner of the relay, for the API's loop and the timer Function
+alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1). Built at the
+host's start, it reads `Notices__Runner` once: the runner the flag names announces itself and
+each tick runs one NoticeSweep; every other host steps aside and its ticks touch nothing.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ class Sweep(Protocol):
 
 class HostedRelay:
     """One hosted runner. Named by the flag: its runner name, its target's description and its
-    sweep, which is built on the first tick (nothing connects at start). Not named:
-    none of them."""
+    sweep, built on the first tick (nothing connects at start). Not named: none of them."""
 
     def __init__(
         self,
@@ -62,7 +57,6 @@ class HostedRelay:
         """Once, at start: the `live as …` line (docs/operations.md#reading-the-start-lines), or the
         step-aside line."""
         if self.runner is None:
-            # ADR-0051 D4: the flag's value, and that this process delivers nothing.
             log.info(
                 "Notice relay: Notices__Runner is %s; this process delivers nothing",
                 self.settings.Notices.Runner.value,
@@ -79,9 +73,8 @@ class HostedRelay:
         )
 
     def tick(self, *, past_due: bool = False) -> NoticeSweepSummary | None:
-        """One sweep when this host is named, none otherwise; never raises (the sweep's
-        catch-all logs a sweep that failed as a whole at Error, by exception type only), traced
-        and counted by the host's telemetry by runner kind."""
+        """One sweep when this host is named, none otherwise; never raises (the sweep's own
+        catch-all), traced and counted by the host's telemetry by runner kind."""
         if self._sweep is None:
             return None
         if past_due:
