@@ -25,7 +25,7 @@ What is checked, and what is not, by design:
   injection), SQLAlchemy's and Alembic's reflection, the migrations run online (their SQL Server
   DDL is parsed offline by tests/unit/test_sqlserver_ddl_offline.py), and driver-level text sent
   with `exec_driver_sql` (SQLite's PRAGMA and BEGIN IMMEDIATE in shared/db/engine.py and
-  shared/db/uow.py, and PostgreSQL's CREATE ROLE and GRANTs in shared/db/grants.py, which have
+  shared/db/uow.py, and PostgreSQL's CREATE ROLE and GRANTs in shared/db/grant_sql.py, which have
   no SQL Server form; grant_sql's SQL Server forms are parsed through their twin).
 """
 
