@@ -152,17 +152,17 @@ def post_entry(
     entry_id: uuid.UUID | None = None,
     recipient_azure_tag: str | None = None,
     counterparty_account_id: uuid.UUID | None = None,
-) -> uuid.UUID:
+) -> None:
     """One completed ledger row (every writer sets Completed)."""
-    entry = Transaction(
-        Id=entry_id or uuid.uuid4(),
-        AccountId=account_id,
-        Type=type_.value,
-        Amount=amount,
-        Status=TransactionStatus.COMPLETED.value,
-        RecipientAzureTag=recipient_azure_tag,
-        CounterpartyAccountId=counterparty_account_id,
-        CreatedAt=created_at,
+    session.add(
+        Transaction(
+            Id=entry_id or uuid.uuid4(),
+            AccountId=account_id,
+            Type=type_.value,
+            Amount=amount,
+            Status=TransactionStatus.COMPLETED.value,
+            RecipientAzureTag=recipient_azure_tag,
+            CounterpartyAccountId=counterparty_account_id,
+            CreatedAt=created_at,
+        )
     )
-    session.add(entry)
-    return entry.Id

@@ -50,12 +50,13 @@ class Allowance:
     resets_at: datetime
 
 
+@dataclass(frozen=True, eq=False)
 class DailyOutflowLimit:
-    """The UTC-day bound on a user's external transfers (DailyLimit__Amount)."""
+    """The UTC-day bound on a user's external transfers (DailyLimit__Amount), on the one clock of
+    the ledger, the mint and the expiry."""
 
-    def __init__(self, limit: Decimal, clock: Clock) -> None:
-        self.limit = limit
-        self._clock = clock  # the one clock of the ledger, the mint and the expiry
+    limit: Decimal
+    clock: Clock
 
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
         """The external outflow already committed on `instant`'s UTC day."""
@@ -89,7 +90,7 @@ class DailyOutflowLimit:
             )
 
     def allowance(self, session: Session, user_id: str) -> Allowance:
-        now = self._clock.now()
+        now = self.clock.now()
         used = self.used(session, user_id, now)
         return Allowance(
             limit=self.limit,

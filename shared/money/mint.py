@@ -38,7 +38,7 @@ class TransferAuthorizationGrant:
     amount: Decimal
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TransferMint:
     """Issues transfer authorizations bound to user, account, payee and amount."""
 

@@ -59,7 +59,7 @@ class InternalTransferReceipt:
     created_at: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AccountRails:
     """Money movements within one customer's accounts, or across the bank's edge; each at most
     once per Idempotency-Key, the key claimed first in its transaction."""

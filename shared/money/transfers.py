@@ -67,7 +67,7 @@ class TransferReceipt:
     created_at: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TransferService:
     """Spends transfer authorizations; the one place an external transfer moves money. `writes`
     sends the writes after the tail lock (the composition root passes `write_transfer`)."""

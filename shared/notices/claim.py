@@ -59,10 +59,6 @@ class ClaimResult:
     resting_ids: frozenset[uuid.UUID] = frozenset()
     room: int = 0  # how many the claim could stamp: the batch less the live work renewed
 
-    @property
-    def renewed(self) -> int:
-        return len(self.renewed_ids)
-
 
 class NoticeClaim:
     """The lease protocol for one runner name."""

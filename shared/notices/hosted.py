@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from shared.settings import HostedKind, Settings
@@ -26,32 +27,26 @@ class Sweep(Protocol):
     def run(self) -> NoticeSweepSummary: ...
 
 
+@dataclass(frozen=True, eq=False)
 class HostedRelay:
-    """One hosted runner. Named by the flag: its runner name, its target's description and its
-    sweep, built on the first tick (nothing connects at start). Not named: none of them."""
+    """One hosted runner. Named by the flag: its runner name (what it stamps into LeasedBy), its
+    target's description and its sweep, built on the first tick (nothing connects at start). Not
+    named: none of them."""
 
-    def __init__(
-        self,
-        kind: HostedKind,
-        settings: Settings,
-        *,
-        runner: str | None = None,
-        target: str | None = None,
-        sweep: Callable[[], Sweep] | None = None,
-        telemetry: Telemetry = NO_TELEMETRY,
-    ) -> None:
-        if (runner is None) != (sweep is None):
+    kind: HostedKind
+    settings: Settings
+    runner: str | None = field(default=None, kw_only=True)
+    target: str | None = field(default=None, kw_only=True)
+    sweep: Callable[[], Sweep] | None = field(default=None, kw_only=True)
+    telemetry: Telemetry = field(default=NO_TELEMETRY, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if (self.runner is None) != (self.sweep is None):
             raise ValueError("a hosted runner has both a name and a sweep, or neither")
-        self.kind = kind
-        self.settings = settings
-        self.runner = runner  # the name it stamps into LeasedBy
-        self.target = target
-        self._sweep = sweep
-        self.telemetry = telemetry
 
     @property
     def delivers(self) -> bool:
-        return self._sweep is not None
+        return self.sweep is not None
 
     def announce(self, cadence: str) -> None:
         """Once, at start: the `live as …` line (docs/operations.md#reading-the-start-lines), or the
@@ -75,8 +70,8 @@ class HostedRelay:
     def tick(self, *, past_due: bool = False) -> NoticeSweepSummary | None:
         """One sweep when this host is named, none otherwise; never raises (the sweep's own
         catch-all), traced and counted by the host's telemetry by runner kind."""
-        if self._sweep is None:
+        if self.sweep is None:
             return None
         if past_due:
             log.warning("Notice relay: this tick is late (past due); sweeping now")
-        return self.telemetry.sweep(self.kind, self._sweep().run)
+        return self.telemetry.sweep(self.kind, self.sweep().run)

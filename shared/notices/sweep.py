@@ -183,7 +183,7 @@ class NoticeSweep:
         # A rest ends with its lease, or with the row: marked by an operator, or taken over.
         self._resting = {i: u for i, u in self._resting.items() if i in taken.resting_ids}
         summary.lease_until = taken.lease_until
-        summary.renewed = taken.renewed
+        summary.renewed = len(taken.renewed_ids)
         summary.room = taken.room
         summary.claimed_ids = taken.claimed_ids
         summary.held = len(held)

@@ -86,12 +86,6 @@ _TEMPORARY_FLAGS = (
 )
 
 
-def temporary_file_name(notice_id: uuid.UUID) -> str:
-    """A fresh temporary name for the notice: what `is_temporary_file_name` recognises."""
-    tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
-    return f".{notice_id}.{tail}.tmp"
-
-
 def is_temporary_file_name(name: str) -> bool:
     """Whether `name` is exactly the shape of this transport's temporary files."""
     return _TEMPORARY_NAME.fullmatch(name) is not None
@@ -165,7 +159,8 @@ class PickupDirectoryTransport:
 
     def _create_temporary(self, notice_id: uuid.UUID) -> tuple[int, Path]:
         for _ in range(100):
-            temporary = self._directory / temporary_file_name(notice_id)
+            tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
+            temporary = self._directory / f".{notice_id}.{tail}.tmp"
             try:
                 return os.open(temporary, _TEMPORARY_FLAGS, 0o600), temporary
             except FileExistsError:
@@ -231,27 +226,25 @@ class BlobContainerTransport:
             raise LookupError("the pickup container does not exist")
 
     def _container_client(self) -> ContainerClient:
-        with self._lock:
-            if self._client is None:
-                self._client = self._build_client()
-            return self._client
-
-    def _build_client(self) -> ContainerClient:
         from azure.storage.blob import BlobServiceClient
 
-        if self._connection_string:
-            service = BlobServiceClient.from_connection_string(
-                self._connection_string, **self._client_options
-            )
-        else:
-            credential = self._credential
-            if credential is None:
-                from azure.identity import DefaultAzureCredential
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            if self._connection_string:
+                service = BlobServiceClient.from_connection_string(
+                    self._connection_string, **self._client_options
+                )
+            else:
+                credential = self._credential
+                if credential is None:
+                    from azure.identity import DefaultAzureCredential
 
-                credential = DefaultAzureCredential()
-            service = BlobServiceClient(
-                account_url=str(self._blob_service_uri),
-                credential=credential,
-                **self._client_options,
-            )
-        return service.get_container_client(self._container)
+                    credential = DefaultAzureCredential()
+                service = BlobServiceClient(
+                    account_url=str(self._blob_service_uri),
+                    credential=credential,
+                    **self._client_options,
+                )
+            self._client = service.get_container_client(self._container)
+            return self._client
