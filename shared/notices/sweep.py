@@ -21,11 +21,11 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
-from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
+from shared.notices.claim import NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept
+from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept, NoticeTransport
 
 log = logging.getLogger("azurebank.notices.sweep")
 
@@ -71,36 +71,31 @@ class NoticeSweepSummary:
         )
 
 
+@dataclass(eq=False)
 class NoticeSweep:
-    """One runner's sweep; build once per runner and call `run()` once per tick."""
+    """One runner's sweep; build once per runner and call `run()` once per tick. `delivery`
+    delivers through this sweep's transport and marks under `claim` (the composition root wires
+    the three). A temporary older than `leftover_age`, the longest lease that writes into the
+    target, has no live writer."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        clock: Clock,
-        claim: NoticeClaim,
-        delivery: NoticeDeliveryRun,
-        *,
-        leftover_age: timedelta | None = None,
-    ) -> None:
-        """`delivery` delivers through this sweep's transport and marks under `claim`; the
-        composition root wires the three (shared.bootstrap.bootstrap)."""
-        self.runner = claim.runner
-        self._engine = engine
-        self._clock = clock
-        self.transport = delivery.transport
-        self.claim = claim
-        self._delivery = delivery
-        # A temporary older than every lease that writes into the target has no live writer: the
-        # longest of this runner's lease and the verb's, unless the caller knows a longer one.
-        self.leftover_age = leftover_age or max(
-            self.claim.lease, timedelta(seconds=VERB_LEASE_SECONDS)
-        )
-        # Refused rows resting, each until the end of the lease it was refused under.
-        self._resting: dict[uuid.UUID, datetime] = {}
-        # True only after a sweep that ended holding no owed row: the next one skips the renew.
-        # False at first, so a sweep built under a name that already holds rows renews them.
-        self._holds_none = False
+    engine: Engine
+    clock: Clock
+    claim: NoticeClaim
+    delivery: NoticeDeliveryRun
+    leftover_age: timedelta = field(kw_only=True)
+    # Refused rows resting, each until the end of the lease it was refused under.
+    _resting: dict[uuid.UUID, datetime] = field(default_factory=dict, init=False)
+    # True only after a sweep that ended holding no owed row: the next one skips the renew.
+    # False at first, so a sweep built under a name that already holds rows renews them.
+    _holds_none: bool = field(default=False, init=False)
+
+    @property
+    def runner(self) -> str:
+        return self.claim.runner
+
+    @property
+    def transport(self) -> NoticeTransport:
+        return self.delivery.transport
 
     def run(
         self,
@@ -132,7 +127,7 @@ class NoticeSweep:
             return
         try:
             removed = self.transport.remove_leftovers(
-                now=self._clock.now(), older_than=self.leftover_age
+                now=self.clock.now(), older_than=self.leftover_age
             )
         except LeftoversKept as kept:
             removed = kept.removed
@@ -168,12 +163,12 @@ class NoticeSweep:
         exclude: Collection[uuid.UUID],
         on_outcome: Callable[[DeliveryOutcome], None] | None,
     ) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         resting = {i for i, until in self._resting.items() if until > now}
         holds_none, self._holds_none = self._holds_none, False  # unknown until this sweep ends
         # One writing unit (the claim queues for the right to write rather than failing to
         # upgrade) for renew, claim, the re-read and the other runners' leases, committed once.
-        with writing_unit_of_work(self._engine) as session:
+        with writing_unit_of_work(self.engine) as session:
             taken = self.claim.take(session, now, resting=resting, holds_none=holds_none)
             held = self.claim.held(session)
             summary.other_holders = lease_holders(
@@ -191,13 +186,13 @@ class NoticeSweep:
         summary.resting = len(held) - len(live)
 
         for position, notice in enumerate(live):
-            if self._clock.now() >= taken.lease_until:
+            if self.clock.now() >= taken.lease_until:
                 self._lease_lapsed(summary, taken.lease_until, len(live) - position)
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice)
+            outcome = self.delivery.deliver(notice)
             _count(summary, outcome)
             if outcome.status is DeliveryStatus.REFUSED:
                 # Retried once per lease, not once per period: it rests until the lease it was
