@@ -20,12 +20,16 @@ from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, se
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser, SubscriberNotice
+from shared.db.storable_text import column_length
 from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
 from shared.notices.evidence import evidence_stands
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _USERS = cast(Table, AspNetUser.__table__)
+
+# A receipt is stored, and compared, cut to its column's length.
+_RECEIPT_LENGTH = column_length(SubscriberNotice.DeliveryReceipt)
 
 # The verb's lease is two minutes, whatever Notices__LeaseSeconds says (ADR-0048 D5).
 VERB_LEASE_SECONDS = 120
@@ -177,7 +181,7 @@ class NoticeClaim:
         marked = rows_matched(
             session,
             self._mark,
-            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:400]},
+            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:_RECEIPT_LENGTH]},
         )
         return marked == 1
 
@@ -189,4 +193,4 @@ class NoticeClaim:
                 _NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_not(None)
             )
         )
-        return stored == receipt[:400]
+        return stored == receipt[:_RECEIPT_LENGTH]
