@@ -4,18 +4,18 @@ give the app's identity its user and the table privileges it needs, and no DDL."
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import uuid
+from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.engine import make_url
 
 from azurebank_cli import exits
+from azurebank_cli.runtime import print_report
 from shared.bootstrap import database_url
 from shared.db import grant_sql, migrate
 from shared.db.engine import build_engine
-from shared.db.grants import GrantReport, grant_app_identity
 from shared.settings import fix_for, load_settings
 
 
@@ -82,31 +82,16 @@ def _grant(args: argparse.Namespace) -> int:
         return exits.USAGE
     engine = build_engine(url)
     try:
-        report = grant_app_identity(engine, args.principal, object_id=args.object_id)
+        report = grant_sql.grant_app_identity(engine, args.principal, object_id=args.object_id)
     finally:
         engine.dispose()
-    if args.json:
-        print(json.dumps(_as_json(report)))
-    else:
-        for line in _lines(report):
-            print(line)
+    print_report(report, as_json=args.json, document=asdict, lines=_lines)
     return exits.OK
 
 
-def _lines(report: GrantReport) -> list[str]:
+def _lines(report: grant_sql.GrantReport) -> list[str]:
     state = "created" if report.created else "already there"
-    lines = [f"user {report.principal} ({report.dialect}): {state}"]
-    lines += [
-        f"granted {', '.join(privileges)} on {table}"
-        for table, privileges in report.privileges.items()
+    return [
+        f"user {report.principal} ({report.dialect}): {state}",
+        *(f"granted {', '.join(ps)} on {table}" for table, ps in report.privileges.items()),
     ]
-    return lines
-
-
-def _as_json(report: GrantReport) -> dict[str, Any]:
-    return {
-        "principal": report.principal,
-        "dialect": report.dialect,
-        "created": report.created,
-        "privileges": {table: list(p) for table, p in report.privileges.items()},
-    }

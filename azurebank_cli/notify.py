@@ -1,7 +1,5 @@
-"""`azurebank notify` (ADR-0048 D5): parse, drain, print. The protocol (the verb's lease, the
-drain loop, the release at exit, the exit decision) is shared.notices.notify's; this module only
-prints what it reports. Exit codes: shared.notices.notify.NotifyExit, and 78 settings refused.
-"""
+"""`azurebank notify`: parse, drain, print. The protocol and the exit decision are
+shared.notices.notify's; this module only prints what it reports (docs/cli.md#azurebank-notify)."""
 
 from __future__ import annotations
 

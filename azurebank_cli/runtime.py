@@ -1,4 +1,4 @@
-"""What the commands share: bounded whole-number arguments, and how a report is printed."""
+"""What the commands share: argument types, and how a report is printed."""
 
 from __future__ import annotations
 
@@ -8,21 +8,30 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from shared.clock import utc_text
+from shared.identity import claims
 from shared.notices.status import LeaseHolder
 
 T = TypeVar("T")
 
 
-def whole_number(low: int, high: int) -> Callable[[str], int]:
+def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
     """An argparse `type`: a whole number from `low` to `high`; anything else is a usage error
     that names the range."""
 
     def parse(text: str) -> int:
         if not text.isdigit() or not low <= int(text) <= high:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {low} to {high}")
+            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}")
         return int(text)
 
     return parse
+
+
+def user_id(text: str) -> str:
+    """An argparse `type`: the verifier's own rule for a token's `sub` (shared.identity.claims),
+    so a token it would refuse is refused here, and no surrounding spaces (no Id holds them)."""
+    if claims.user_id(text) is None or text != text.strip():
+        raise argparse.ArgumentTypeError("must be an AspNetUsers.Id (1 to 450 characters)")
+    return text
 
 
 def print_report(

@@ -1,5 +1,5 @@
 """`azurebank serve`: uvicorn serving the app as api_funcs.served builds it (the FastAPI app plus
-the Api runner's loop, ADR-0048 D1)."""
+the Api runner's loop)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,8 @@ from types import FrameType
 from typing import Any
 
 from azurebank_cli import exits
+from azurebank_cli.runtime import whole_number
 from shared.settings import load_settings
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError("must be a port number from 1 to 65535")
-    return int(text)
 
 
 def register(sub: Any) -> None:
@@ -29,7 +24,12 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)"
     )
-    serve.add_argument("--port", type=_port, default=7071, help="1 to 65535 (default 7071)")
+    serve.add_argument(
+        "--port",
+        type=whole_number(1, 65535, "a port number"),
+        default=7071,
+        help="1 to 65535 (default 7071)",
+    )
     serve.set_defaults(run=_serve)
 
 
@@ -59,11 +59,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _stop_signals_end_cleanly() -> Iterator[None]:
-    """SIGTERM (what a platform or a container sends) and SIGINT end `serve` with exit 0 once
-    uvicorn has shut down cleanly. uvicorn handles both while it serves, then restores the
-    handlers it found and raises the signal again: with the defaults, SIGTERM would then kill
-    the process (exit 143) after the clean shutdown. The handlers it finds are these, which do
-    nothing: the stop has already happened."""
+    """SIGTERM and SIGINT end `serve` with exit 0 once uvicorn has shut down cleanly: uvicorn
+    restores the handlers it found and raises the signal again, so with the defaults SIGTERM
+    would kill the process (exit 143) after the clean shutdown. These do nothing."""
 
     def _stopped(_signum: int, _frame: FrameType | None) -> None:
         return None

@@ -1,8 +1,5 @@
-"""`azurebank smoke --base-url URL`: prove a running instance — local `serve` or the deployed
-Function App — answers as it should: health, readiness and the API document, and with
-`--user`/`--payee` the quick start's money journey. Each step ✓ or ✗ with its answer; exit 0 only
-when every step held. The function key, the token and the PIN come from options or the
-environment and are never printed."""
+"""`azurebank smoke --base-url URL` (docs/cli.md#azurebank-smoke): prove a running instance answers
+as it should. The function key, the token and the PIN are never printed."""
 
 from __future__ import annotations
 
@@ -16,9 +13,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from azurebank_cli import exits
+from azurebank_cli.runtime import user_id
 from azurebank_cli.smoke_journey import Client, Journey, Payment, anonymous_checks, money_journey
 from shared.clock import SystemClock
-from shared.identity import claims
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import MONEY_MAX, load_settings
 
@@ -57,12 +54,6 @@ def _amount(text: str) -> Decimal:
     return value
 
 
-def _user(text: str) -> str:
-    if claims.user_id(text) is None or text != text.strip():
-        raise argparse.ArgumentTypeError("must be an AspNetUsers.Id (1 to 450 characters)")
-    return text
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -86,7 +77,7 @@ def register(sub: Any) -> None:
         help=f"the payer's bearer token (default ${TOKEN_VARIABLE}; else one minted for --user "
         "with Auth__SigningKey)",
     )
-    smoke.add_argument("--user", type=_user, help="the payer's AspNetUsers.Id: runs the journey")
+    smoke.add_argument("--user", type=user_id, help="the payer's AspNetUsers.Id: runs the journey")
     smoke.add_argument("--payee", help="the payee's AzureTag (with --user)")
     smoke.add_argument("--pin", help=f"the payer's PIN (default ${PIN_VARIABLE})")
     smoke.add_argument("--account", help="the payer's account (default: its first open one)")

@@ -1,10 +1,6 @@
-"""The steps of `azurebank smoke`: the anonymous checks and the quick start's money journey, each
-one request and what its answer must be, over the standard library's HTTP client (the command
-ships with the app, whose requirements hold no HTTP client).
-
-A step's answer is reported as its status and, for a problem body, its errorCode: never a body,
-a header or a value sent, so nothing a step prints is a secret.
-"""
+"""The steps of `azurebank smoke` (docs/cli.md#azurebank-smoke), each one request and what its
+answer must be, over the standard library's HTTP client (the app's requirements hold none). A
+step reports its status and a problem's errorCode, never a body, a header or a value sent."""
 
 from __future__ import annotations
 
@@ -135,10 +131,9 @@ class Journey:
         except (OSError, ValueError) as exc:  # URLError is an OSError; a bad URL a ValueError
             self.steps.append(Step(name, False, f"no answer ({type(exc).__name__})", want))
             return None
-        why = ""
-        if answer.status == expected and answer.error_code() == expected_code:
-            why = holds(answer)
-        ok = answer.status == expected and answer.error_code() == expected_code and not why
+        right = answer.status == expected and answer.error_code() == expected_code
+        why = holds(answer) if right else ""
+        ok = right and not why
         self.steps.append(Step(name, ok, answer.shown(), want, why))
         return answer if ok else None
 

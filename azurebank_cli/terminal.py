@@ -7,7 +7,6 @@ import sys
 
 
 def shows_progress() -> bool:
-    """True only when both the output and the progress stream are a terminal: progress goes to
-    stderr, and `azurebank notify | tee run.log` or `> run.log` is output piped, so it shows
-    none even though stderr is still the operator's terminal."""
+    """True only when both the output and the progress stream (stderr) are a terminal: output
+    piped (`| tee run.log`) shows none even though stderr is still the operator's terminal."""
     return sys.stdout.isatty() and sys.stderr.isatty()

@@ -1,9 +1,6 @@
-"""The one way to choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect).
-
-Code that needs a dialect's own statement (or step) names every dialect's choice in one table
-and picks from it with `for_dialect`; a dialect the table lacks is a ValueError naming the
-dialect and what was asked for, never a silent fallback.
-"""
+"""The one way to choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect): a
+table naming every dialect's choice, picked from with `for_dialect`, which refuses a dialect the
+table lacks with a ValueError naming it, never a silent fallback."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""Exact text equality on every dialect (docs/database.md).
-
-PostgreSQL's and SQLite's `=` on text is exact. SQL Server's is not: under the database's default
-collation (SQL_Latin1_General_CP1_CI_AS, Azure SQL's too) it ignores case, and under every
-collation, binary ones included, it ignores trailing spaces (ANSI padding). `exact_equals` renders
-plain `=` where that is exact already, and on SQL Server
-
-    col = :v AND col COLLATE Latin1_General_100_BIN2 = :v AND DATALENGTH(col) = DATALENGTH(:v)
-
-The first term keeps the index seek under the column's own collation; the second makes the
-comparison binary (case, accents, width); the third makes trailing spaces count.
-"""
+"""Exact text equality on every dialect: plain `=` on PostgreSQL and SQLite, on SQL Server the
+three terms docs/database.md gives (the index seek, the binary comparison, trailing spaces)."""
 
 from __future__ import annotations
 

@@ -1,34 +1,23 @@
-"""Least privilege for the app's identity in its database, and the ONE module holding that SQL,
-one form per dialect: the app's identity reads and writes the app's tables and takes the daily
-limit's application lock, and nothing more: no DDL. Migrations run as the deploying identity.
+"""Least privilege for the app's identity in its database (`azurebank db grant`,
+docs/cli.md#azurebank-db-grant says what it grants and why), and the one module holding that SQL,
+one form per dialect. Run as the identity that ran the migrations, in one transaction; running it
+again creates nothing twice.
 
-    SQL Server  CREATE USER [name] FROM EXTERNAL PROVIDER (an Entra principal: the app's managed
-                identity), unless the user exists; then GRANT on each of the app's tables.
-                sp_getapplock needs nothing more: its permission is membership in `public`,
-                which every database user has.
-    PostgreSQL  CREATE ROLE "name" LOGIN unless the role exists; CONNECT on the database, USAGE
-                on the tables' schema, the same table privileges, USAGE and SELECT on the
-                schema's sequences.
-                Advisory locks (pg_advisory_xact_lock) need no grant.
-    SQLite      no users: nothing to grant.
-
-Table names are the schema's own (shared/db/schema.py). On SQL Server they are unqualified: the
-grant runs as the identity that ran the migrations, so they resolve where the migrations created
-them; on PostgreSQL they are qualified by that identity's current schema, read first.
-
-The PostgreSQL role and grants are text for the driver (exec_driver_sql), with no bound value:
-an identifier cannot be bound, and they have no SQL Server form to parse (their SQL Server
-counterparts, above, are parsed offline as T-SQL by the suite).
+Table names are the schema's own: unqualified on SQL Server (they resolve where the migrations
+created them), qualified by the current schema on PostgreSQL, whose role and grants go to the
+driver as text: an identifier cannot be bound.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import Connection, Engine, TextClause, text
 
+from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import AuditChainTail, AuditEvent, Base
 
 READ_WRITE = ("SELECT", "INSERT", "UPDATE", "DELETE")
@@ -44,6 +33,14 @@ _NARROWER: Mapping[str, tuple[str, ...]] = {
 # An Entra display name or user principal name, or a PostgreSQL role: letters, digits and
 # `. _ @ -`, at most 128 characters (SQL Server's sysname). Quoted as an identifier all the same.
 _PRINCIPAL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}")
+
+
+@dataclass(frozen=True)
+class GrantReport:
+    principal: str
+    dialect: str
+    created: bool  # False: the user (role) already existed
+    privileges: dict[str, tuple[str, ...]]
 
 
 def valid_principal(name: str) -> bool:
@@ -71,18 +68,14 @@ def _double_quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-# --- SQL Server ---------------------------------------------------------------------------------
-
-
 def mssql_user_exists() -> TextClause:
     """One row: the principal's id in this database, or NULL."""
     return text("SELECT DATABASE_PRINCIPAL_ID(:name) AS principal_id")
 
 
 def mssql_create_user(name: str, object_id: uuid.UUID | None = None) -> TextClause:
-    """The contained user of an Entra principal. With its object id (a managed identity's
-    principal id), the server need not look the name up in the directory, and the user is bound
-    to that one principal even if another shares its display name."""
+    """The contained user of an Entra principal; with its object id, bound to that one principal
+    without a directory look-up."""
     clause = f" WITH OBJECT_ID = '{object_id}'" if object_id is not None else ""
     return text(f"CREATE USER {_bracketed(_checked(name))} FROM EXTERNAL PROVIDER{clause}")
 
@@ -96,24 +89,9 @@ def mssql_grants(name: str) -> list[TextClause]:
     ]
 
 
-# --- PostgreSQL ---------------------------------------------------------------------------------
-
-
-def postgresql_role_exists() -> TextClause:
-    """One row when the role exists."""
-    return text("SELECT 1 FROM pg_roles WHERE rolname = :name")
-
-
 def postgresql_create_role(name: str) -> str:
-    """A login role with no password and no attribute beyond LOGIN: how it authenticates (an
-    Entra principal on Azure, trust or a password elsewhere) is the server's configuration."""
+    """A login role with no password: how it authenticates is the server's configuration."""
     return f"CREATE ROLE {_double_quoted(_checked(name))} LOGIN"
-
-
-def postgresql_where() -> TextClause:
-    """One row: the database and the schema the migrations created the tables in (the grant
-    runs as the identity that ran them, with the same search path)."""
-    return text("SELECT current_database() AS database, current_schema() AS schema")
 
 
 def postgresql_grants(name: str, database: str, schema: str) -> list[str]:
@@ -130,3 +108,44 @@ def postgresql_grants(name: str, database: str, schema: str) -> list[str]:
         ),
         f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {in_schema} TO {grantee}",
     ]
+
+
+def _grant_mssql(conn: Connection, principal: str, object_id: uuid.UUID | None) -> bool:
+    exists = conn.execute(mssql_user_exists(), {"name": principal}).scalar()
+    if exists is None:
+        conn.execute(mssql_create_user(principal, object_id))
+    for grant in mssql_grants(principal):
+        conn.execute(grant)
+    return exists is None
+
+
+def _grant_postgresql(conn: Connection, principal: str, object_id: uuid.UUID | None) -> bool:
+    if object_id is not None:
+        raise ValueError("an object id names an Entra principal: SQL Server only")
+    exists = conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :name"), {"name": principal})
+    created = exists.first() is None
+    if created:
+        conn.exec_driver_sql(postgresql_create_role(principal))
+    # The database and the schema the migrations created the tables in (same search path).
+    database, schema = conn.execute(
+        text("SELECT current_database() AS database, current_schema() AS schema")
+    ).one()
+    for grant in postgresql_grants(principal, database, schema):
+        conn.exec_driver_sql(grant)
+    return created
+
+
+_GRANTS: dict[DialectName, Callable[[Connection, str, uuid.UUID | None], bool]] = {
+    "mssql": _grant_mssql,
+    "postgresql": _grant_postgresql,
+}
+
+
+def grant_app_identity(
+    engine: Engine, principal: str, *, object_id: uuid.UUID | None = None
+) -> GrantReport:
+    """Create `principal`'s user unless it exists, then grant it the app's table privileges."""
+    grant = for_dialect(engine, _GRANTS, what="database user to grant")
+    with engine.begin() as conn:
+        created = grant(conn, principal, object_id)
+    return GrantReport(principal, engine.dialect.name, created, table_privileges())

@@ -1,24 +1,11 @@
-"""SQL Server's bounds on every wait (docs/settings.md, "Waits on the database"), as pyodbc and
-ODBC Driver 18 take them, and the bounded retry of a connect the server refused for a while:
+"""SQL Server's bounds on every wait, as pyodbc and ODBC Driver 18 take them
+(docs/database.md#connections-and-their-bounds, docs/settings.md#waits-on-the-database): the
+login timeout, the driver's keepalive, the query timeout, the session's LOCK_TIMEOUT, and the
+bounded retry of a connect the server refused with a transient error.
 
-    login timeout          pyodbc.connect(timeout=…): the whole sign-in
-    KeepAlive              the driver's TCP keepalive (its connection-string keywords), so a
-                           peer that vanished is found on an idle connection
-    query timeout          pyodbc's Connection.timeout: the driver cancels a statement that has
-                           not answered (SQLSTATE HYT00); SQL Server itself has no statement
-                           timeout
-    SET LOCK_TIMEOUT       the session's lock wait (error 1222): the audit tail, rows (the
-                           daily-limit lock passes its own @LockTimeout)
-    connect retry          a connect refused with one of SQL Server's transient errors (40613
-                           while a serverless database resumes, a failover's 40197, throttling's
-                           40501, a dropped link's 08S01, …) is tried again, a bounded number of
-                           times, before the request hears 503
-
-pyodbc is imported only by an engine for a SQL Server URL (it needs unixODBC's libodbc), and its
-own connection pooling is turned off first: SQLAlchemy's pool is the only one, as SQLAlchemy's
-documentation for mssql+pyodbc advises. Otherwise a connection SQLAlchemy closes (one it
-invalidated after a fault, one over the pool's size) goes back to the ODBC driver manager's
-pool instead of away, and a later connect can be handed it.
+pyodbc is imported only by an engine for a SQL Server URL, and its own pooling is turned off
+first, as SQLAlchemy's documentation for mssql+pyodbc advises: otherwise a connection SQLAlchemy
+closes goes back to the ODBC driver manager's pool, and a later connect can be handed it.
 """
 
 from __future__ import annotations

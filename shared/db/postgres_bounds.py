@@ -1,23 +1,7 @@
-"""PostgreSQL's bounds on every wait (docs/settings.md, "Waits on the database"), as libpq and the
-server take them, set once per connection when it opens (no statement of a unit of work pays a
-round trip for them):
-
-    connect_timeout                       libpq: the whole connection attempt
-    statement_timeout                     the server cancels a statement (SQLSTATE 57014)
-    lock_timeout                          the server ends a lock wait (55P03): the audit tail,
-                                          rows (the daily-limit lock sets its own, per
-                                          transaction)
-    idle_in_transaction_session_timeout   the server ends a session idle inside a transaction:
-                                          how a session whose app side is gone (half-open)
-                                          gives its locks back
-    keepalives*, tcp_user_timeout         both ends probe an idle connection and drop one whose
-                                          sent data stays unacknowledged, so a peer that
-                                          vanished is found
-    the client's own bound                psycopg waits at most the statement timeout and a
-                                          grace second for any answer, then closes the
-                                          connection: a server that stopped answering at all
-                                          (a black hole: its statement timeout never runs)
-                                          becomes a dropped connection, not a hung request
+"""PostgreSQL's bounds on every wait, as libpq and the server take them, set once per connection
+when it opens (docs/database.md#connections-and-their-bounds and docs/settings.md list them). The
+client's own bound makes a server that stops answering at all a dropped connection, not a hung
+request.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""What a string must be before SQL sees it (docs/database.md: one database shared by three
-dialects).
-
-A value a caller sent (a body field, a header) is stored or compared only when SQL Server,
-PostgreSQL and SQLite alike can hold it, so that every database gives the same answer:
-  - no NUL: PostgreSQL's text cannot hold one, and refuses to compare one (the driver's DataError);
-  - valid Unicode, no lone surrogate: no driver can encode one as UTF-8 or UTF-16;
-  - no longer than its column, counted as SQL Server's nvarchar(n) and .NET's string count,
-    in UTF-16 code units (a character beyond the BMP, like most emoji, is two), the strictest
-    of the three: PostgreSQL counts characters and SQLite does not count.
-Refused, a value is the caller's 400 naming its field, never a driver's error (a 500)."""
+"""What a string must be before SQL sees it, so that every database gives the same answer
+(docs/money.md#request-bodies): no NUL, no lone surrogate, and no longer than its column counted
+in UTF-16 code units, as SQL Server's nvarchar(n) counts. Refused, a value is the caller's 400
+naming its field, never a driver's error (a 500)."""
 
 from __future__ import annotations
 

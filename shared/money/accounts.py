@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
-from sqlalchemy import Select, Update, bindparam, or_, select, update
+from sqlalchemy import Select, Table, Update, bindparam, false, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.prebuilt import prebuilt
@@ -17,14 +17,16 @@ from shared.db.writes import rows_matched
 from shared.money.refusals import AccountForbidden, AccountNotFound
 from shared.money.retry import LostRace
 
+_accounts = cast(Table, Account.__table__)
+# `= false()`, not `IS false`: SQL Server has no `IS 0` (IS takes NULL alone).
+_OPEN = Account.IsDeleted == false()
+
 
 def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> Account:
     """The caller's open account: 404 ACCOUNT_NOT_FOUND when there is no such open account (a
     closed one is invisible, as behind the API's soft-delete filter), 403 ACCOUNT_FORBIDDEN when
     it is another customer's."""
-    account = session.scalar(
-        select(Account).where(Account.Id == account_id, Account.IsDeleted.is_(False))
-    )
+    account = session.scalar(select(Account).where(Account.Id == account_id, _OPEN))
     if account is None:
         raise AccountNotFound()
     if account.UserId != user_id:
@@ -33,8 +35,7 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
 
 
 class AccountState(NamedTuple):
-    """An account as the transfer judges and writes it: whose it is, its balance, and the
-    concurrency token its balance write is judged by. Named as the columns are."""
+    """An account as the transfer judges and writes it, named as the columns are."""
 
     Id: uuid.UUID
     UserId: str
@@ -45,10 +46,8 @@ class AccountState(NamedTuple):
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[AccountState | None, AccountState | None]:
-    """The open account `account_id` and the payee's primary account, in one statement: the
-    payer's and the payee's rows with the concurrency tokens their writes will be judged by.
-    Plain rows, not ORM objects: nothing here is written through the session, and every
-    transfer runs this read."""
+    """The open account `account_id` and the payee's primary account (its oldest open one), in
+    one statement, as plain rows: nothing here is written through the session."""
     rows = [
         AccountState(*row)
         for row in session.execute(
@@ -61,45 +60,48 @@ def open_account_and_primary_account(
     return payer, payee
 
 
-def _primary_account_id() -> Select[uuid.UUID]:
-    return (
+@prebuilt
+def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
+    primary = (
         select(Account.Id)
-        .where(Account.UserId == bindparam("payee_user_id"), Account.IsDeleted.is_(False))
+        .where(Account.UserId == bindparam("payee_user_id"), _OPEN)
         .order_by(Account.CreatedAt, Account.Id)
         .limit(1)
     )
-
-
-@prebuilt
-def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
     return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
-        Account.IsDeleted.is_(False),
-        or_(
-            Account.Id == bindparam("account_id"),
-            Account.Id == _primary_account_id().scalar_subquery(),
-        ),
+        _OPEN,
+        or_(Account.Id == bindparam("account_id"), Account.Id == primary.scalar_subquery()),
     )
 
 
-def balance_update(account_id: uuid.UUID, seen_version: int, new_balance: Decimal) -> Update:
+class BalanceWrite(NamedTuple):
+    """One account's new balance, written only if its token is still `seen_version`."""
+
+    account_id: uuid.UUID
+    seen_version: int
+    balance: Decimal
+
+
+def balance_update(account_id: object, seen_version: object, balance: object) -> Update:
     """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw),
-    bumping the token; it matches no row otherwise."""
+    bumping the token; it matches no row otherwise. Each value may be a bind parameter."""
     return (
-        update(Account)
-        .where(
-            Account.Id == account_id,
-            Account.Version == seen_version,
-            Account.IsDeleted.is_(False),
-        )
-        .values(Balance=new_balance, Version=Account.Version + 1)
-        .execution_options(synchronize_session=False)
+        update(_accounts)
+        .where(_accounts.c.Id == account_id, _accounts.c.Version == seen_version, _OPEN)
+        .values(Balance=balance, Version=_accounts.c.Version + 1)
     )
 
 
-def write_balance(session: Session, account: Account, new_balance: Decimal) -> None:
+def in_lock_order(a: BalanceWrite, b: BalanceWrite) -> tuple[BalanceWrite, BalanceWrite]:
+    """Rows in Id order, so two movements between the same two accounts in opposite directions
+    (two users, two application locks) cannot deadlock on each other."""
+    return (a, b) if str(a.account_id) <= str(b.account_id) else (b, a)
+
+
+def write_balance(session: Session, write: BalanceWrite) -> None:
     """The balance write under the account's token; LostRace when someone wrote the row since it
     was read, so the whole attempt runs again on fresh rows."""
-    if rows_matched(session, balance_update(account.Id, account.Version, new_balance)) != 1:
+    if rows_matched(session, balance_update(*write)) != 1:
         raise LostRace()
 
 
@@ -111,18 +113,15 @@ def move_money(
     *,
     entry_id: uuid.UUID,
     created_at: datetime,
-    recipient_azure_tag: str | None = None,
 ) -> Decimal:
     """Debit `source` and credit `target` under their concurrency tokens and post the TransferOut
     (Id `entry_id`) and TransferIn rows; the source's balance after it. Does not commit."""
     new_balance = source.Balance - amount
-    # Rows in Id order, so two movements between the same two accounts in opposite directions
-    # (two users, two application locks) cannot deadlock on each other.
-    for account, balance in sorted(
-        ((source, new_balance), (target, target.Balance + amount)),
-        key=lambda pair: str(pair[0].Id),
+    for write in in_lock_order(
+        BalanceWrite(source.Id, source.Version, new_balance),
+        BalanceWrite(target.Id, target.Version, target.Balance + amount),
     ):
-        write_balance(session, account, balance)
+        write_balance(session, write)
     post_entry(
         session,
         entry_id=entry_id,
@@ -130,7 +129,6 @@ def move_money(
         type_=TransactionType.TRANSFER_OUT,
         amount=amount,
         created_at=created_at,
-        recipient_azure_tag=recipient_azure_tag,
         counterparty_account_id=target.Id,
     )
     post_entry(
@@ -154,17 +152,17 @@ def post_entry(
     entry_id: uuid.UUID | None = None,
     recipient_azure_tag: str | None = None,
     counterparty_account_id: uuid.UUID | None = None,
-) -> uuid.UUID:
-    """One completed ledger row (every writer sets Completed, ADR-0050 context)."""
-    entry = Transaction(
-        Id=entry_id or uuid.uuid4(),
-        AccountId=account_id,
-        Type=type_.value,
-        Amount=amount,
-        Status=TransactionStatus.COMPLETED.value,
-        RecipientAzureTag=recipient_azure_tag,
-        CounterpartyAccountId=counterparty_account_id,
-        CreatedAt=created_at,
+) -> None:
+    """One completed ledger row (every writer sets Completed)."""
+    session.add(
+        Transaction(
+            Id=entry_id or uuid.uuid4(),
+            AccountId=account_id,
+            Type=type_.value,
+            Amount=amount,
+            Status=TransactionStatus.COMPLETED.value,
+            RecipientAzureTag=recipient_azure_tag,
+            CounterpartyAccountId=counterparty_account_id,
+            CreatedAt=created_at,
+        )
     )
-    session.add(entry)
-    return entry.Id

@@ -1,18 +1,7 @@
-"""ADR-0050 D5: the per-user application lock that serialises one user's external transfers, and
-the ONE module holding its SQL, one function per dialect (docs/database.md).
-
-Two transfers from two accounts of one user to two payees share no row, so only a lock on the
-user (taken before the sum and before any account row; only the key's claim comes first) stops
-both from reading the same committed day and both committing. The wait is bounded by
-`DailyLimit__LockTimeoutSeconds`; a timeout is a fault (503 LOCK_TIMEOUT), never the 422.
-
-    SQL Server  sp_getapplock on 'daily-limit:{userId}', Exclusive, owned by the transaction, with
-                @LockTimeout; the batch THROWs on a negative return, which the driver would not see
-    PostgreSQL  one statement: a transaction-local lock_timeout, then pg_advisory_xact_lock on a
-                64-bit hash of 'daily-limit:{userId}' (released at commit or rollback)
-    SQLite      one writer at a time: the unit of work BEGINs IMMEDIATE with the busy timeout set
-                to the lock timeout, so the database's write lock is the application lock
-"""
+"""The per-user application lock that serialises one user's external transfers, and the one
+module holding its SQL, one function per dialect (docs/decisions.md#adr-0050-d5 says why and how:
+sp_getapplock, pg_advisory_xact_lock, SQLite's one write lock). A timeout is a fault (503
+LOCK_TIMEOUT), never the 422."""
 
 from __future__ import annotations
 
@@ -23,22 +12,19 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, TextClause, text
 from sqlalchemy.orm import Session
 
-# The error number and text the SQL Server batch throws when sp_getapplock returns < 0 (−1
-# timeout, −2 cancelled, −3 deadlock victim, −999 bad parameter); shared.db.faults reads them.
 from shared.db.dialects import DialectName, for_dialect
 from shared.db.faults import MSSQL_APPLOCK_ERROR, MSSQL_APPLOCK_MESSAGE
 from shared.db.uow import writing_unit_of_work
 
-LOCK_RESOURCE_PREFIX = "daily-limit:"
-
 
 def lock_resource(user_id: str) -> str:
     """The lock's name, as the .NET API's TransferService.DailyLimitLockSql names it."""
-    return f"{LOCK_RESOURCE_PREFIX}{user_id}"
+    return f"daily-limit:{user_id}"
 
 
 def mssql_applock_batch() -> TextClause:
-    """SQL Server: one batch that takes the lock or raises (ExecuteSqlRaw cannot see a return)."""
+    """SQL Server: one batch that takes the lock or raises, since a driver cannot see the return
+    (< 0: timeout, cancelled, deadlock victim); shared.db.faults knows what it throws."""
     return text(
         "SET NOCOUNT ON;\n"
         "DECLARE @result int;\n"
@@ -54,15 +40,13 @@ def mssql_applock_batch() -> TextClause:
 
 
 def postgresql_advisory_lock() -> TextClause:
-    """PostgreSQL, one statement: a transaction-local lock_timeout, then a transaction-scoped
-    advisory lock on a 64-bit hash of the resource name. `SET LOCAL lock_timeout = $1` is a
-    syntax error; set_config(…, true) is the transaction-local form that takes a bound value.
-    The timeout is set in a FROM subquery, which PostgreSQL evaluates (and, being
-    volatile, never flattens) before the select list waits for the lock; one statement instead
-    of two saves every transfer a round trip before the sum."""
+    """PostgreSQL, one statement (a round trip fewer for every transfer): set_config(…, true) is
+    the transaction-local lock_timeout that takes a bound value, set in a FROM subquery, which
+    PostgreSQL evaluates (volatile, never flattened) before the select list waits for the lock on
+    a 64-bit hash of the lock's name."""
     return text(
         "SELECT pg_advisory_xact_lock("
-        "hashtextextended('daily-limit:' || CAST(:user_id AS text), 0)) "
+        "hashtextextended(CAST(:resource AS text), 0)) "
         "FROM (SELECT set_config('lock_timeout', :timeout, true)) AS lock_wait"
     )
 
@@ -76,7 +60,8 @@ def _take_mssql(session: Session, user_id: str, timeout_seconds: int) -> None:
 
 def _take_postgresql(session: Session, user_id: str, timeout_seconds: int) -> None:
     session.execute(
-        postgresql_advisory_lock(), {"timeout": f"{timeout_seconds * 1000}ms", "user_id": user_id}
+        postgresql_advisory_lock(),
+        {"timeout": f"{timeout_seconds * 1000}ms", "resource": lock_resource(user_id)},
     )
 
 
@@ -93,26 +78,19 @@ _TAKE: dict[DialectName, Callable[[Session, str, int], None]] = {
 
 
 def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) -> None:
-    """Take the user's lock, before the transfer's first read (after the key's claim, which
-    touches only the key's row). On SQLite the lock was taken by BEGIN IMMEDIATE already (see
-    DailyLimitLock.unit_of_work)."""
-    take = for_dialect(session, _TAKE, what="application lock")
-    take(session, user_id, timeout_seconds)
+    """Take the user's lock, after the key's claim and before the transfer's first read."""
+    for_dialect(session, _TAKE, what="application lock")(session, user_id, timeout_seconds)
 
 
 @dataclass(frozen=True)
 class DailyLimitLock:
-    """The user's lock for one external transfer: its unit of work (on SQLite, BEGIN IMMEDIATE
-    under the lock's wait, which is the lock) and the lock itself, taken right after the key's
-    claim and before any read."""
+    """The user's lock for one external transfer: its unit of work and the lock itself."""
 
     timeout_seconds: int
 
     def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:
-        # SQLite: BEGIN IMMEDIATE under the lock's wait is the application lock (docs/database.md).
-        # The servers: the lock's own statement bounds its wait (PostgreSQL's lock_timeout
-        # then stays for the transaction, SQL Server's @LockTimeout is the lock's alone); the
-        # key's claim before it waits the connection's own bound, Database__LockTimeoutSeconds.
+        # SQLite: BEGIN IMMEDIATE under the lock's wait is the lock. The servers: the lock's own
+        # statement bounds its wait; the key's claim before it waits the connection's bound.
         return writing_unit_of_work(
             engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
         )

@@ -1,10 +1,6 @@
-"""ADR-0050 D1–D4: DailyOutflowLimit, the one helper behind the three checks (mint, pre-check,
-authoritative) and the allowance read.
-
-The day is the UTC calendar day of the injected clock (D1); only external transfers count —
-`TransferOut` rows with a `RecipientAzureTag` (D2); completed rows over every account of the
-user, closed ones included (D3: money that left a drained-then-closed account left that day).
-"""
+"""DailyOutflowLimit: the one sum behind the three checks (mint, pre-check, authoritative) and
+the allowance read: the external transfers of the injected clock's UTC day over every account of
+the user, closed ones included (docs/decisions.md#adr-0050-d3 and the two decisions before it)."""
 
 from __future__ import annotations
 
@@ -27,11 +23,8 @@ log = logging.getLogger("azurebank.money")
 @prebuilt
 def daily_outflow_statement() -> Select[Decimal]:
     """The day's external outflow of one user (named parameters `user_id`, `day_start`,
-    `day_end`). The join on Accounts.UserId makes the customer the payer (D3: two accounts do not
-    hold two limits); there is no IsDeleted filter (D3). IX_Accounts_UserId then
-    IX_Transactions_AccountId_Type_CreatedAt make it a seek per account on (AccountId,
-    'TransferOut', [day)), not a scan of the ledger. A read that answers it beside other
-    questions takes its `scalar_subquery()`."""
+    `day_end`): a seek per account on IX_Transactions_AccountId_Type_CreatedAt, not a scan of
+    the ledger. A read that answers it beside other questions takes its `scalar_subquery()`."""
     return (
         select(func.sum(Transaction.Amount))
         .select_from(Transaction)
@@ -49,7 +42,7 @@ def daily_outflow_statement() -> Select[Decimal]:
 
 @dataclass(frozen=True)
 class Allowance:
-    """Beyond the ADR (its D8 "remaining today" read): what the day has left."""
+    """What the day has left (`GET /api/transactions/allowance`)."""
 
     limit: Decimal
     used: Decimal
@@ -57,13 +50,13 @@ class Allowance:
     resets_at: datetime
 
 
+@dataclass(frozen=True, eq=False)
 class DailyOutflowLimit:
-    """The UTC-day bound on a user's external transfers (DailyLimit__Amount, D6)."""
+    """The UTC-day bound on a user's external transfers (DailyLimit__Amount), on the one clock of
+    the ledger, the mint and the expiry."""
 
-    def __init__(self, limit: Decimal, clock: Clock) -> None:
-        self.limit = limit
-        # D6: one clock serves the ledger, the mint and the expiry; never the wall clock here.
-        self._clock = clock
+    limit: Decimal
+    clock: Clock
 
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
         """The external outflow already committed on `instant`'s UTC day."""
@@ -75,7 +68,7 @@ class DailyOutflowLimit:
         return Decimal(0) if total is None else Decimal(total)
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
-        """Refuse when used + requested would pass the limit; the bound is inclusive (A2.4)."""
+        """Refuse when used + requested would pass the limit; the bound is inclusive."""
         self.judge(user_id, requested, self.used(session, user_id, instant), instant)
 
     def judge(
@@ -84,7 +77,7 @@ class DailyOutflowLimit:
         """`check` on a sum already read within a larger read (None: SUM over no rows)."""
         used = Decimal(0) if used is None else Decimal(used)
         if used + requested > self.limit:
-            # D7: log-only, no audit row (ADR-0044). The user id is no address.
+            # Log-only, no audit row (docs/decisions.md#adr-0050-d7). The user id is no address.
             log.info(
                 "Daily limit refused %s for user %s: used %s of %s",
                 requested,
@@ -97,7 +90,7 @@ class DailyOutflowLimit:
             )
 
     def allowance(self, session: Session, user_id: str) -> Allowance:
-        now = self._clock.now()
+        now = self.clock.now()
         used = self.used(session, user_id, now)
         return Allowance(
             limit=self.limit,

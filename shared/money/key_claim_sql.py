@@ -1,38 +1,20 @@
-"""The Idempotency-Key's claim, the first statement of every money transaction, and the ONE
-module holding its SQL, one function per dialect.
+"""The Idempotency-Key's claim, the first statement of every money transaction, and the one
+module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works).
 
 The claim inserts the key's row (`InProgress`) unless the key has one, and answers its Id when it
-did. The row stays uncommitted until the money's own commit completes it, so nobody else ever
-sees an `InProgress` row: a duplicate's claim meets the unique (UserId, Operation, Key) held by
-the open transaction and waits for it to end — its commit (the duplicate then inserts nothing
-and reads the stored answer) or its rollback (the duplicate's row goes in). A process that dies
-mid-request takes its transaction, and the key with it, away with its connection.
-
-    PostgreSQL  INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING, from a one-row subquery
-                that first sets `client_connection_check_interval` for this transaction only:
-                a backend whose client died while it waited on a lock (a transfer parked on the
-                customer's lock, the tail) notices within the interval and rolls back, instead
-                of holding the key to the end of that wait
-    SQL Server  INSERT … OUTPUT … SELECT … WHERE NOT EXISTS (… WITH (UPDLOCK, HOLDLOCK)): the
-                range lock makes the read and the insert one step (two claims of one absent key
-                serialise on it) and waits on another transaction's uncommitted row
-    SQLite      INSERT … ON CONFLICT DO NOTHING RETURNING, inside BEGIN IMMEDIATE: the one
-                writer never meets an uncommitted row of another
-
-The claim's wait is the connection's lock wait, Database__LockTimeoutSeconds (shared/db/engine.py
-sets it on every connection: PostgreSQL's lock_timeout, SQL Server's LOCK_TIMEOUT); when it runs
-out the key is still held by an attempt alive in its transaction, which is 409
-IDEMPOTENCY_IN_PROGRESS. A connection whose client went silent (half-open) ends with its
-idle-in-transaction timeout and keepalives, set there too.
+did; the row stays uncommitted until the money's own commit completes it, so a duplicate's claim
+waits on the unique (UserId, Operation, Key) for that transaction to end. PostgreSQL's also sets
+`client_connection_check_interval` for its transaction, so a backend whose client died while it
+waited on a lock rolls back within the interval; SQL Server's range lock (UPDLOCK, HOLDLOCK) makes
+the read and the insert one step.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import BindParameter, TextClause, bindparam, text
+from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.types import TypeEngine
 
 from shared.db.dialects import DialectName, for_dialect
@@ -77,24 +59,18 @@ RETURNING "Id\""""
 
 
 def _typed(sql: str) -> TextClause:
-    binds: list[BindParameter[object]] = [
-        bindparam(name, type_=type_) for name, type_ in _PARAMETERS.items()
-    ]
-    return text(sql).bindparams(*binds)
+    return text(sql).bindparams(*(bindparam(n, type_=t) for n, t in _PARAMETERS.items()))
 
 
-@functools.cache
 def postgresql_claim() -> TextClause:
     """PostgreSQL; the interval is text ('500ms'), as set_config takes it."""
     return _typed(_POSTGRESQL_CLAIM)
 
 
-@functools.cache
 def mssql_claim() -> TextClause:
     return _typed(_MSSQL_CLAIM)
 
 
-@functools.cache
 def sqlite_claim() -> TextClause:
     return _typed(_SQLITE_CLAIM)
 

@@ -1,10 +1,11 @@
-"""Resolving a payee by AzureTag (the rung after the account, ADR-0050's table)."""
+"""Resolving a payee by AzureTag, case-insensitively (docs/database.md: NormalizedAzureTag is the
+database's own UPPER(AzureTag))."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, case, exists, func, select
+from sqlalchemy import bindparam, case, exists, false, func, select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -21,12 +22,9 @@ class Payee:
 def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     """404 PAYEE_NOT_FOUND when no customer has the tag. 422 PAYEE_INVALID when the tag is the
     caller's own (moving money between one's own accounts is the internal transfer, which the
-    limit does not count, D2; an external transfer to oneself would spend the day on nothing) or
+    limit does not count; an external transfer to oneself would spend the day on nothing) or
     when the payee has no open account to receive it (every account closed)."""
     refuse_an_unstorable_tag(azure_tag)
-    # Case-insensitive on every dialect, like a user name (docs/database.md): both sides are
-    # folded by the database's own UPPER, NormalizedAzureTag being UPPER(AzureTag) computed.
-    # One statement answers both questions; they are judged in the rung order below.
     found = session.execute(
         select(*payee_columns()).where(payee_match()), {"azure_tag": azure_tag}
     ).first()
@@ -34,9 +32,8 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
 
 
 def refuse_an_unstorable_tag(azure_tag: str) -> None:
-    """404 PAYEE_NOT_FOUND, before any SQL, for a tag no row can hold: no stored tag holds a NUL
-    (PostgreSQL text cannot), and PostgreSQL refuses to compare one, so answer as every dialect
-    would, not with the driver's DataError (a 500)."""
+    """404 PAYEE_NOT_FOUND, before any SQL, for a tag with a NUL: no row holds one, and
+    PostgreSQL would refuse to compare it with a DataError (a 500)."""
     if "\x00" in azure_tag:
         raise PayeeNotFound()
 
@@ -44,13 +41,11 @@ def refuse_an_unstorable_tag(azure_tag: str) -> None:
 def judge_payee(
     caller_id: str, azure_tag: str, user_id: str | None, has_open_account: int
 ) -> Payee:
-    """`resolve_payee`'s rungs on its answer already read (`payee_columns`, within a larger
-    read): the tag's user (None: nobody has it) and whether it has an open account."""
+    """`resolve_payee`'s rungs on `payee_columns` already read: the tag's user (None: nobody has
+    it) and whether it has an open account."""
     if user_id is None:
         raise PayeeNotFound()
-    if user_id == caller_id:
-        raise PayeeInvalid()
-    if not has_open_account:
+    if user_id == caller_id or not has_open_account:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
 
@@ -65,6 +60,6 @@ def payee_match() -> ColumnElement[bool]:
 def payee_columns() -> tuple[InstrumentedAttribute[str], ColumnElement[int]]:
     """The matched user's Id, and 1 when it has an open account to receive into (else 0): CASE
     WHEN EXISTS, because SQL Server has no boolean expression in a select list."""
-    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted.is_(False))
+    open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted == false())
     has_open_account: ColumnElement[int] = case((open_account, 1), else_=0)
     return AspNetUser.Id, has_open_account

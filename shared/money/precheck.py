@@ -1,21 +1,11 @@
-"""The external transfer's pre-check (ADR-0050 D4.2), in ONE read: the key's committed record,
-the payee, the authorization and the day's outflow so far, judged in the rungs' order.
+"""The external transfer's pre-check, in ONE read: the key's committed record, the payee, the
+authorization and the day's outflow so far, judged in the rungs' order
+(docs/decisions.md#adr-0050-rung-table), the key's record first: a transfer that committed has
+spent its authorization, so any rung below would refuse its retry.
 
-    the key's record: the same request replays its stored success, another is 422
-      IDEMPOTENCY_KEY_REUSED (first, as every keyed operation answers: a transfer that committed
-      has spent its authorization, so any rung below would refuse its retry)
-    → authorization present (401 AUTHORIZATION_REQUIRED)
-    → payee (404 PAYEE_NOT_FOUND / 422 PAYEE_INVALID)
-    → authorization: the caller's, for this account, payee and amount, Pending
-      (401 AUTHORIZATION_INVALID), unexpired (401 AUTHORIZATION_EXPIRED)
-    → the day's limit (422 DAILY_LIMIT_EXCEEDED; after the authorization, so it is no oracle)
-
-Nothing here is authoritative: the locked transaction claims the key (a duplicate in flight is
-met there), re-reads the sum (D4.3) and spends the authorization only if it is still Pending and
-unexpired. The answers are independent reads with no consistency owed to each other, so one
-statement serves them, which is round trips and statements' client CPU fewer on every transfer
-than a read each. The answers are judged in the same order the separate reads were, so every
-refusal is the one it was.
+Nothing here is authoritative (the locked transaction claims the key, re-reads the sum and spends
+conditionally), and the answers owe each other no consistency, so one statement serves them: a
+round trip and a statement's client CPU fewer on every transfer (bench/README.md, Transfers).
 """
 
 from __future__ import annotations
@@ -113,10 +103,8 @@ def pre_check(
 def _pre_check_read() -> Select[
     str, str, int | None, str | None, str, int, str, uuid.UUID, str, Decimal, *tuple[Any, ...]
 ]:
-    """One row whatever matches: an anchor row, outer-joined to the key's record, the tag's user
-    and the authorization (NULLs where nothing matches), with the day's sum beside them. The
-    anchor is a one-row derived table, which both servers and SQLite accept (SQL Server has no
-    FROM-less join)."""
+    """One row whatever matches: a one-row anchor (SQL Server has no FROM-less join), outer-joined
+    to the key's record, the tag's user and the authorization, with the day's sum beside them."""
     anchor = select(literal(1).label("one")).subquery("anchor")
     payee_user_id, payee_open = payee_columns()
     joined = (

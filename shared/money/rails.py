@@ -1,14 +1,14 @@
 """The neighbouring rails (docs/http.md): internal transfer between the caller's own accounts,
-deposit and withdrawal. None is counted by the daily limit (ADR-0050 D2, ADR-0056), so none takes
-the application lock; each moves money with the accounts' concurrency tokens in the same retry
-loop as the transfer, and writes an audit row (tail before rows, as everywhere)."""
+deposit and withdrawal. The daily limit counts none of them, so none takes the application lock;
+each moves money under the accounts' concurrency tokens in the money's retry loop and writes an
+audit row (tail before rows, as everywhere)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import TypeVar
@@ -21,14 +21,14 @@ from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work
 from shared.errors import ValidationFailed
-from shared.money.accounts import move_money, own_open_account, post_entry, write_balance
-from shared.money.idempotency import (
-    Answer,
-    HeldKey,
-    IdempotencyClaim,
-    run_keyed,
-    store_success,
+from shared.money.accounts import (
+    BalanceWrite,
+    move_money,
+    own_open_account,
+    post_entry,
+    write_balance,
 )
+from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, run_keyed, store_success
 from shared.money.refusals import InsufficientFunds
 
 INTERNAL_TRANSFER_COMPLETED = "InternalTransferCompleted"
@@ -59,29 +59,25 @@ class InternalTransferReceipt:
     created_at: datetime
 
 
+@dataclass(frozen=True, eq=False)
 class AccountRails:
     """Money movements within one customer's accounts, or across the bank's edge; each at most
-    once per Idempotency-Key (shared/money/idempotency.py), the key claimed first in its
-    transaction."""
+    once per Idempotency-Key, the key claimed first in its transaction."""
 
-    def __init__(
-        self, engine: Engine, clock: Clock, audit: AuditAppender, *, busy_timeout_seconds: int
-    ) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._audit = audit
-        self._wait_seconds = busy_timeout_seconds
+    engine: Engine
+    clock: Clock
+    audit: AuditAppender
+    busy_timeout_seconds: int = field(kw_only=True)
 
     def _unit(self) -> AbstractContextManager[Session]:
         # A read-then-write: it holds the right to write from its first statement.
-        return writing_unit_of_work(self._engine, wait_seconds=self._wait_seconds)
+        return writing_unit_of_work(self.engine, wait_seconds=self.busy_timeout_seconds)
 
     def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
         """`move` in the key's transaction, its receipt's answer stored with the money."""
 
         def moved(session: Session, held: HeldKey[R]) -> Answer:
-            receipt = move(session)
-            success = held.success(receipt, self._clock.now())
+            success = held.success(move(session), self.clock.now())
             store_success(session, success)
             session.flush()
             return success.answer()
@@ -95,7 +91,8 @@ class AccountRails:
         to_account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        """TransferOut without a RecipientAzureTag (so D2 does not count it) and TransferIn."""
+        """TransferOut without a RecipientAzureTag (so the daily limit does not count it) and
+        TransferIn."""
         if from_account_id == to_account_id:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
         user_id = claim.user_id
@@ -105,9 +102,9 @@ class AccountRails:
             target = own_open_account(session, user_id, to_account_id)
             if source.Balance < amount:
                 raise InsufficientFunds(available=source.Balance, requested=amount)
-            now = self._clock.now()
+            now = self.clock.now()
             transaction_id = uuid.uuid4()
-            self._audit.append(
+            self.audit.append(
                 session,
                 actor_user_id=user_id,
                 event=INTERNAL_TRANSFER_COMPLETED,
@@ -119,7 +116,6 @@ class AccountRails:
                     "amount": str(amount),
                 },
             )
-            # No RecipientAzureTag on the TransferOut row, so the daily limit does not count it.
             balance = move_money(
                 session, source, target, amount, entry_id=transaction_id, created_at=now
             )
@@ -137,7 +133,7 @@ class AccountRails:
     def withdrawal(
         self, claim: IdempotencyClaim[RailReceipt], account_id: uuid.UUID, amount: Decimal
     ) -> Answer:
-        """Not counted by the daily limit (ADR-0056); refused only for funds."""
+        """Not counted by the daily limit; refused only for funds."""
         return self._single(TransactionType.WITHDRAWAL, claim, account_id, amount)
 
     def _single(
@@ -156,9 +152,9 @@ class AccountRails:
             if outflow and account.Balance < amount:
                 raise InsufficientFunds(available=account.Balance, requested=amount)
             balance = account.Balance - amount if outflow else account.Balance + amount
-            now = self._clock.now()
+            now = self.clock.now()
             transaction_id = uuid.uuid4()
-            self._audit.append(
+            self.audit.append(
                 session,
                 actor_user_id=user_id,
                 event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
@@ -169,7 +165,7 @@ class AccountRails:
                     "amount": str(amount),
                 },
             )
-            write_balance(session, account, balance)
+            write_balance(session, BalanceWrite(account.Id, account.Version, balance))
             post_entry(
                 session,
                 entry_id=transaction_id,

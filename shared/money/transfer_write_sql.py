@@ -1,34 +1,12 @@
-"""The external transfer's writes after the audit chain's tail lock, and the ONE module holding
-their SQL (docs/database.md).
+"""The external transfer's writes after the audit chain's tail lock, in ONE round trip, and the
+one module holding their SQL (docs/architecture.md#lock-order says why one round trip).
 
-Every transfer and every audited save of the .NET API serialises on the tail lock, so the bank's
-transfer rate is bounded by how long one transfer holds it: one round trip per statement under
-it is one network latency per statement for everybody. So, once the tail is locked and read (its
-hash chained into the new row in Python), every write goes in ONE round trip, then the commit:
-
-    both balances, each conditional on the concurrency token read before (`Version` = seen)
-    the TransferOut and TransferIn ledger rows
-    the authorization spent, conditional on Pending and unexpired (of two spends one loses)
-    the audit row and the tail moved onto it
-    the idempotency record completed: the row this transaction's claim inserted
-
-The writes are written once, as SQLAlchemy Core statements over the schema's tables (`_WRITES`),
-and their bound values once, in `_BOUND` (name, the column that types it, where its value comes
-from). Each dialect sends them its own way (`write_transfer` picks):
-
-    PostgreSQL  the same statements as data-modifying CTEs of one SELECT, which returns how many
-                rows the conditional writes matched
-    SQL Server  one batch (SET NOCOUNT ON, so its one result set is the final SELECT of the same
-                counts, each read from @@ROWCOUNT after its write): the one hand-written text,
-                since SQLAlchemy has no DML CTEs and no batch variables for SQL Server
-    SQLite      one statement per write (one writer at a time: nobody waits on this transaction's
-                round trips but its own host), stopping at the first conditional write that loses
-
-Nothing here decides: the caller reads the counts (`WriteOutcome`) and raises — a lost race or
-a lost spend — and its unit of work rolls the whole transaction back, so a write
-that half-applied is never committed (only the boundary commits: docs/architecture.md#house-rules).
-The statements are built once: they run under the tail lock, where their build would cost every
-transfer of the bank.
+The writes are written once, as SQLAlchemy Core statements over the schema's tables (`_writes`),
+and their bound values once, in `_BOUND`. PostgreSQL sends them as the data-modifying CTEs of one
+SELECT, SQLite one statement per write, and SQL Server the one hand-written batch: SQLAlchemy has
+no DML CTEs and no batch variables for it (docs/database.md#sql-that-differs-by-dialect). Nothing
+here decides: the caller judges the counts (`WriteOutcome`) and its unit of work rolls back
+whatever half-applied.
 """
 
 from __future__ import annotations
@@ -49,7 +27,6 @@ from sqlalchemy import (
     TextClause,
     Update,
     bindparam,
-    false,
     func,
     insert,
     literal_column,
@@ -76,16 +53,8 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.writes import rows_matched
+from shared.money.accounts import BalanceWrite, balance_update
 from shared.money.idempotency import SuccessRecord
-
-
-@dataclass(frozen=True)
-class BalanceWrite:
-    """One account's new balance, written only if its token is still `seen_version`."""
-
-    account_id: uuid.UUID
-    seen_version: int
-    balance: Decimal
 
 
 @dataclass(frozen=True)
@@ -115,8 +84,7 @@ class WriteOutcome:
     spent: int
 
 
-# What writes a transfer's rows: the dialect's one round trip (`write_transfer`), or another
-# form a bench or a test hands the service through the composition root.
+# The dialect's one round trip (`write_transfer`), or what a bench or a test hands the root.
 TransferWriter = Callable[[Session, TransferWrites], WriteOutcome]
 
 _accounts = cast(Table, Account.__table__)
@@ -126,8 +94,7 @@ _audit = cast(Table, AuditEvent.__table__)
 _tail = cast(Table, AuditChainTail.__table__)
 _records = cast(Table, IdempotencyRecord.__table__)
 
-# Every bound value, once: its name, the column it is written to or compared with (so money,
-# instants, ids and hashes bind as every other write binds them), and where it comes from.
+# Every bound value, once: its name, the column that types it, and where its value comes from.
 _BOUND: tuple[tuple[str, ColumnElement[Any], Callable[[TransferWrites], object]], ...] = (
     ("first_account_id", _accounts.c.Id, lambda w: w.balances[0].account_id),
     ("first_version", _accounts.c.Version, lambda w: w.balances[0].seen_version),
@@ -170,20 +137,15 @@ def _p(name: str) -> BindParameter[Any]:
 
 
 def _balance(which: str) -> Update:
-    return (
-        update(_accounts)
-        .where(
-            _accounts.c.Id == _p(f"{which}_account_id"),
-            _accounts.c.Version == _p(f"{which}_version"),
-            _accounts.c.IsDeleted == false(),
-        )
-        .values(Balance=_p(f"{which}_balance"), Version=_accounts.c.Version + 1)
-    )
+    return balance_update(_p(f"{which}_account_id"), _p(f"{which}_version"), _p(f"{which}_balance"))
 
 
-def _ledger_rows() -> Insert:
+@prebuilt
+def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
+    """Every write in the batch's order: its name, its statement, whether the caller judges how
+    many rows it matched."""
     completed = TransactionStatus.COMPLETED.value
-    return insert(_ledger).values(
+    ledger = insert(_ledger).values(
         [
             {
                 "Id": _p("transaction_id"),
@@ -207,10 +169,7 @@ def _ledger_rows() -> Insert:
             },
         ]
     )
-
-
-def _spend() -> Update:
-    return (
+    spend = (
         update(_authorizations)
         .where(
             _authorizations.c.Id == _p("authorization_id"),
@@ -223,33 +182,17 @@ def _spend() -> Update:
             TransactionId=_p("transaction_id"),
         )
     )
-
-
-def _audit_row() -> Insert:
-    return insert(_audit).values(
-        Id=_p("audit_id"),
-        Sequence=_p("audit_sequence"),
-        PayloadVersion=_p("audit_payload_version"),
-        ActorUserId=_p("audit_actor_user_id"),
-        Event=_p("audit_event"),
-        OccurredAt=_p("audit_occurred_at"),
-        Details=_p("audit_details"),
-        PreviousHash=_p("audit_previous_hash"),
-        RowHash=_p("audit_row_hash"),
+    # The audit row: every value `_BOUND` types by an AuditEvents column.
+    audit = insert(_audit).values(
+        {column.name: _p(name) for name, column, _ in _BOUND if column.table is _audit}
     )
-
-
-def _tail_moved() -> Update:
-    return (
+    tail = (
         update(_tail)
         .where(_tail.c.Id == TAIL_ID)
         .values(LastSequence=_p("audit_sequence"), LastHash=_p("audit_row_hash"))
     )
-
-
-def _stored() -> Update:
     # The row this transaction's claim inserted: nobody else can see it, so no guard.
-    return (
+    stored = (
         update(_records)
         .where(_records.c.Id == _p("record_id"))
         .values(
@@ -259,30 +202,22 @@ def _stored() -> Update:
             CompletedAt=_p("completed_at"),
         )
     )
-
-
-@prebuilt
-def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
-    """Every write in the batch's order: its name, its statement, whether the caller judges how
-    many rows it matched."""
     return (
         ("first_balance", _balance("first"), True),
         ("second_balance", _balance("second"), True),
-        ("ledger", _ledger_rows(), False),
-        ("spend", _spend(), True),
-        ("audit", _audit_row(), False),
-        ("tail", _tail_moved(), False),
-        ("stored", _stored(), False),
+        ("ledger", ledger, False),
+        ("spend", spend, True),
+        ("audit", audit, False),
+        ("tail", tail, False),
+        ("stored", stored, False),
     )
 
 
 @prebuilt
 def postgresql_transfer_write() -> Select[tuple[int, int]]:
-    """PostgreSQL: one statement. Every sub-statement of a WITH runs exactly once, to completion,
-    on the statement's one snapshot; a conditional UPDATE that meets a row another transaction
-    changed re-checks its WHERE against the committed row (READ COMMITTED), so a token that
-    moved matches nothing, as a standalone UPDATE would. The CTEs are written in the batch's
-    order, the balances first, which takes the two rows' locks in that order."""
+    """PostgreSQL: one statement. Each sub-statement of a WITH runs once; a conditional UPDATE
+    that meets a row another transaction changed re-checks its WHERE against the committed row
+    (READ COMMITTED), as a standalone UPDATE would. The balances come first, in lock order."""
     ctes = {
         name: (write.returning(literal_column("1")) if judged else write).cte(name)
         for name, write, judged in _writes()
@@ -335,10 +270,8 @@ SELECT @balances AS balances, @spent AS spent;
 
 @prebuilt
 def mssql_transfer_write() -> TextClause:
-    """SQL Server: one batch, the writes in order (rows in the balances' order, after the tail
-    this transaction already holds under UPDLOCK). SET NOCOUNT ON leaves the final SELECT as the
-    batch's only result set; an error in any statement reaches the driver before that result,
-    so the caller sees it and rolls back."""
+    """SQL Server: one batch. SET NOCOUNT ON leaves the final SELECT as its only result set; an
+    error in any statement reaches the driver before that result, so the caller rolls back."""
     return text(_MSSQL_WRITES).bindparams(*(_p(name) for name in _TYPED))
 
 
@@ -350,9 +283,8 @@ def _round_trip(
 
 
 def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOutcome:
-    """SQLite's form, dialect-neutral: the same writes, each its own statement, in the batch's
-    order, stopping at the first conditional write that matched nothing (the caller rolls
-    back). On a server, the writes at one round trip each: the bench's baseline."""
+    """SQLite's form (and the bench's baseline on a server): each write its own statement, in
+    the batch's order, stopping at the first conditional write that matched nothing."""
     values = parameters(writes)
     matched = {"first_balance": 0, "second_balance": 0, "spend": 0}
     for name, write, judged in _writes():
@@ -373,6 +305,5 @@ _WRITERS: dict[DialectName, TransferWriter] = {
 
 
 def write_transfer(session: Session, writes: TransferWrites) -> WriteOutcome:
-    """Every write after the tail lock, in one round trip where the server allows it; the
-    caller judges the outcome."""
+    """Every write after the tail lock, in one round trip where the server allows it."""
     return for_dialect(session, _WRITERS, what="transfer write")(session, writes)

@@ -1,5 +1,5 @@
-"""Whether a user's `Email` can stand as a notice's `To` (ADR-0048 D7: an unusable address is an
-outcome at Warning, never a crash). The address itself goes into no outcome and no log line."""
+"""Whether a user's `Email` can stand as a notice's `To`: an unusable one is an outcome at Warning,
+never a crash (docs/decisions.md#adr-0048-d7), and the address goes into no outcome or log line."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ from typing import Any
 
 
 class _HeaderClassCache(HeaderRegistry):
-    """The standard registry, building each header's class once rather than per header.
-
-    `HeaderRegistry.__getitem__` creates a new class with `type()` for every header it parses,
-    a large share of a notice's rendering (bench/README.md has the figures). The class it builds
-    depends only on the lower-cased name, so building it once changes no byte of any message
-    (tests/unit/test_notice_render.py pins that against the stock policy)."""
+    """The standard registry, building each header's class once (by lower-cased name) rather than
+    with `type()` for every header it parses, a large share of a notice's rendering
+    (bench/README.md, Relay); tests/unit/test_notice_render.py pins the same bytes."""
 
     def __init__(self) -> None:
         super().__init__()

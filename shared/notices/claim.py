@@ -1,21 +1,11 @@
-"""NoticeClaim (ADR-0048 D2): the lease on owed rows, shared by every runner.
+"""NoticeClaim: the lease on owed rows, shared by every runner (docs/decisions.md#adr-0048-d2).
 
-One sweep's database work, in order:
-  renew   what this runner holds (by name) to the new lease end, before anything is delivered;
-  claim   up to `BatchSize − held` of the oldest free-or-lapsed owed rows, in one statement;
-  held    re-read what it holds, by name, each row with what its delivery's address and
-          evidence steps decide on (ADR-0052), in one statement per sweep;
-  mark    each delivered row, `DeliveredAt` as the concurrency token, clearing the lease.
-
-Renew, claim and held share the sweep's one unit of work; each mark is its own, after its file.
-Every statement is built once per runner, its instants and ids bound at execution
-(shared/db/prebuilt.py says why).
-
-The batch caps a runner's live work, rows still held from a failed delivery included, so a runner
-that keeps failing never holds more than one lease can deliver. A refused row resting out its lease
-(ADR-0048 D3: held, retried and refused every lease) is held and renewed but is not live work: it
-is not attempted until its rest ends, so it does not take a place in the batch from the owed rows
-behind it. None of these methods commits: the caller's unit of work is the boundary.
+One sweep's unit of work renews what this runner holds (by name), claims up to `BatchSize − held`
+more in one statement, and re-reads what it holds by name, with each row's address and evidence
+answer; each mark, `DeliveredAt` as the concurrency token, is its own unit after its file. A row
+resting after a refusal (docs/decisions.md#adr-0048-d3) is held and renewed but takes no place in
+the batch. Every statement is built once per runner (shared/db/prebuilt.py says why); none of
+these methods commits.
 """
 
 from __future__ import annotations
@@ -30,6 +20,7 @@ from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, se
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser, SubscriberNotice
+from shared.db.storable_text import column_length
 from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
 from shared.notices.evidence import evidence_stands
@@ -37,7 +28,10 @@ from shared.notices.evidence import evidence_stands
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _USERS = cast(Table, AspNetUser.__table__)
 
-# ADR-0048 D5: the verb's lease is two minutes, whatever Notices__LeaseSeconds says.
+# A receipt is stored, and compared, cut to its column's length.
+_RECEIPT_LENGTH = column_length(SubscriberNotice.DeliveryReceipt)
+
+# The verb's lease is two minutes, whatever Notices__LeaseSeconds says (ADR-0048 D5).
 VERB_LEASE_SECONDS = 120
 
 
@@ -50,33 +44,24 @@ class HeldNotice:
     kind: str
     created_at: datetime
     audit_event_id: uuid.UUID | None
-    # As the store reads it back; it may differ from what was written (a store that rounds), which
-    # is why nothing is ever looked up by it.
+    # As read back (a store may round it), so nothing is ever looked up by it.
     leased_until: datetime | None
-    # The user's Email as stored (None: no user row, or no Email). Out of the repr: no log line,
-    # outcome or message may hold an address (ADR-0048 D4, D7).
+    # The user's Email as stored (None: none). Out of the repr: no log line may hold an address.
     raw_address: str | None = field(repr=False)
-    # ADR-0052: the exact question's answer when the notice names its audit row, else the weaker.
     evidence_stands: bool
 
 
 @dataclass(frozen=True)
 class ClaimResult:
     """What one renew-and-claim did. `lease_until` is the instant this runner wrote, kept in memory:
-    the sweep measures its own lease against it, never against a value read back."""
+    the sweep measures its own lease against it, never against a value read back. `resting_ids`
+    are the renewed rows the caller said are resting, left out of the batch's count."""
 
     lease_until: datetime
     renewed_ids: frozenset[uuid.UUID]
     claimed_ids: tuple[uuid.UUID, ...]
-    # The renewed rows the caller said are resting (refused, waiting out a lease): held, and
-    # left out of the batch's count.
     resting_ids: frozenset[uuid.UUID] = frozenset()
     room: int = 0  # how many the claim could stamp: the batch less the live work renewed
-
-    @property
-    def renewed(self) -> int:
-        """Rows this runner already held, renewed to the new lease end."""
-        return len(self.renewed_ids)
 
 
 class NoticeClaim:
@@ -88,7 +73,6 @@ class NoticeClaim:
         self.runner = runner
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
-        # Built once per runner (shared/db/prebuilt.py): the runner's name is fixed.
         self._held = self._held_query()
         self._renew = (
             update(_NOTICES)
@@ -124,9 +108,8 @@ class NoticeClaim:
         holds_none: bool = False,
     ) -> ClaimResult:
         """Renew what this runner holds, then claim up to `BatchSize − held` more, where held
-        leaves out the `resting` rows (refused, not to be attempted before their rest ends).
-        `holds_none`: the caller knows this runner holds no owed row (its last sweep delivered
-        every row it held), so there is nothing to renew and the renewing UPDATE is not sent."""
+        leaves out the `resting` rows. `holds_none`: the caller knows this runner holds no owed
+        row, so the renewing UPDATE is not sent."""
         lease_until = now + self.lease
         renewed = frozenset[uuid.UUID]() if holds_none else self.renew(session, lease_until)
         still_resting = renewed.intersection(resting)
@@ -143,8 +126,8 @@ class NoticeClaim:
     def claim(
         self, session: Session, *, now: datetime, lease_until: datetime, limit: int
     ) -> list[uuid.UUID]:
-        """Stamp up to `limit` of the oldest free-or-lapsed owed rows in one set-based UPDATE
-        (the database serialises two claims); the ids it stamped."""
+        """Stamp up to `limit` of the oldest free-or-lapsed owed rows in one set-based UPDATE; the
+        ids it stamped."""
         dialect = session.get_bind().dialect.name
         statement = self._claims.get((dialect, limit))
         if statement is None:
@@ -155,8 +138,7 @@ class NoticeClaim:
         return list(session.scalars(statement, {"now": now, "lease_until": lease_until}))
 
     def _held_query(self) -> Select[Any]:
-        # ADR-0048 D2: re-read by name, never by the instant it wrote: a store that rounded the
-        # timestamp would otherwise let a runner claim N rows and read back none.
+        # By name, never by the instant it wrote: a store that rounds would read back none.
         users = _USERS.alias("notice_user")
         return (
             select(
@@ -182,8 +164,8 @@ class NoticeClaim:
         ]
 
     def release(self, session: Session) -> int:
-        """Give up every owed row this runner holds (a runner that is about to exit), so the next
-        run or another runner may take them at once rather than when the lease lapses."""
+        """Give up every owed row this runner holds (a runner about to exit), so another may take
+        them at once rather than when the lease lapses."""
         return rows_matched(
             session,
             update(_NOTICES)
@@ -194,13 +176,12 @@ class NoticeClaim:
     def mark_delivered(
         self, session: Session, notice_id: uuid.UUID, *, at: datetime, receipt: str
     ) -> bool:
-        """Record the delivery and clear the lease; False when the row was already delivered."""
-        # DeliveredAt is the concurrency token: whoever marks first wins, whatever the lease says,
-        # so a runner whose lease lapsed mid-delivery cannot mark a row twice.
+        """Record the delivery and clear the lease; False when the row was already delivered
+        (DeliveredAt is the token: whoever marks first wins, whatever the lease says)."""
         marked = rows_matched(
             session,
             self._mark,
-            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:400]},
+            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:_RECEIPT_LENGTH]},
         )
         return marked == 1
 
@@ -212,4 +193,4 @@ class NoticeClaim:
                 _NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_not(None)
             )
         )
-        return stored == receipt[:400]
+        return stored == receipt[:_RECEIPT_LENGTH]

@@ -1,24 +1,11 @@
-"""The claim of ADR-0048 D2 as SQL: one set-based UPDATE per dialect, and nowhere else
-(docs/database.md).
+"""The lease claim as SQL: one set-based UPDATE per dialect, and nowhere else
+(docs/database.md#sql-that-differs-by-dialect, docs/decisions.md#adr-0048-d2).
 
-The statement stamps up to `limit` of the oldest owed rows whose lease is null or lapsed with the
-runner's name and the lease end, and returns their ids. The database serialises two claims, so
-the second finds nothing free among the first's rows. Per dialect:
-
-- PostgreSQL: the rows are picked `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE. A plain
-  `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` may be rescanned by the plan (a nested loop's
-  inner side), and each rescan skips the rows the UPDATE has just written, so one claim stamped
-  more than `limit` rows (seen here: batch 3 claimed 5). MATERIALIZED evaluates the pick once.
-- SQL Server: `WITH (UPDLOCK, READPAST, ROWLOCK)` on the subquery's table, via `with_hint`
-  (SQLAlchemy silently drops `with_for_update` on mssql). The subquery is `TOP (n)`.
-- SQLite: nothing; one writer at a time (the claim's unit of work begins IMMEDIATE).
-
-The outer UPDATE repeats the free-row predicate, so a row that stopped being free between the
-pick and the write is never stamped.
-
-The instants are named bind parameters (`now`, `lease_until`), so a runner builds the statement
-once per batch size and passes each sweep's instants when it executes it (NoticeClaim;
-shared/db/prebuilt.py says why).
+PostgreSQL picks the rows `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE: a plain `IN (SELECT …
+LIMIT n FOR UPDATE SKIP LOCKED)` may be rescanned by the plan, each rescan skipping the rows just
+written, so one claim stamped more than `limit` rows. The outer UPDATE repeats the free-row
+predicate, so a row that stopped being free between the pick and the write is never stamped. The
+instants are named bind parameters, so a runner builds the statement once per batch size.
 """
 
 from __future__ import annotations
@@ -46,16 +33,16 @@ from shared.db.schema import SubscriberNotice
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 
-# SQL Server's row-lock hint for a claim: take update locks, skip rows another claim holds.
+# SQL Server's row-lock hint (SQLAlchemy drops `with_for_update` on mssql): update locks,
+# skipping rows another claim holds. SQLite needs none: one writer at a time.
 MSSQL_CLAIM_HINT = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 
 
 def claim_statement(
     dialect_name: str, *, runner: str, now: datetime, lease_until: datetime, limit: int
 ) -> Update:
-    """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped. `now` and
-    `lease_until` are the values of its `now` and `lease_until` parameters; an execution may pass
-    others."""
+    """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped; `now` and
+    `lease_until` are its parameters' values until an execution passes others."""
     build = for_dialect(dialect_name, _BUILDERS, what="claim statement")
     instant = _NOTICES.c.LeasedUntil.type
     now_param = bindparam("now", now, type_=instant)
@@ -74,12 +61,13 @@ def claim_statement(
     )
 
 
+def lease_free(table: FromClause, now: BindParameter[datetime] | datetime) -> ColumnElement[bool]:
+    """Never leased, or leased under a lease that has lapsed by `now`."""
+    return or_(table.c.LeasedUntil.is_(None), table.c.LeasedUntil <= now)
+
+
 def _is_free(table: FromClause, now: BindParameter[datetime]) -> ColumnElement[bool]:
-    # Owed, and either never leased or leased under a lease that has lapsed.
-    return and_(
-        table.c.DeliveredAt.is_(None),
-        or_(table.c.LeasedUntil.is_(None), table.c.LeasedUntil <= now),
-    )
+    return and_(table.c.DeliveredAt.is_(None), lease_free(table, now))
 
 
 def _postgresql(oldest_free: Select[Any], _free: FromClause) -> Select[Any]:

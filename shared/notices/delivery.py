@@ -1,30 +1,14 @@
-"""NoticeDeliveryRun (ADR-0048 D4): the per-row steps every runner shares, so the runners cannot
-drift on what "delivered" costs.
+"""NoticeDeliveryRun: the per-row steps every runner shares (docs/decisions.md#adr-0048-d4).
 
     address → evidence → render → transport → mark
 
-Each step is a method; the first that cannot go on answers the outcome, and `deliver` reads as
-the list above. The run returns an outcome and logs it (D7); neither the outcome nor a log line
-holds the address, the path of a notice file or a recipient, and a transport failure is kept by
-exception type only, because an I/O message can echo the path and a relay's refusal can echo the
-recipient.
-
-What the address and evidence steps decide on comes with the held row, from the sweep's re-read
-by name (NoticeClaim.held): one statement per sweep. Each row's evidence question is still its
-own, exact one (ADR-0052 D3, D6), asked of the same row version the sweep holds; a row's address
-is the one its user had at that re-read, at most one lease before its transport.
-
-The mark is its own short transaction after the transport, on a connection checked out for it:
-no database transaction is held open across file or network I/O; it is a writing unit of work,
-so on SQLite it queues for the write lock rather than failing to upgrade a read; and the pool's
-pre-ping replaces a connection that died since the last row, where a connection held for the
-whole sweep would fail the one write that must follow a durable file (a file with an unmarked row
-is refused every lease until an operator acts, ADR-0048 D3). For the same reason a mark that a
-database fault cut (no connection, no answer within the bound, a lock wait run out, a deadlock)
-is tried again by the same runner, pausing a little longer each time, while its lease holds and
-at most MARK_ATTEMPTS times: only a runner that died leaves a row owed beside its own file. A
-retry that finds the row already marked with this delivery's receipt is the first attempt's
-commit, whose answer was lost: delivered, not taken.
+The first step that cannot go on answers the outcome; no outcome or log line holds the address,
+a notice file's path or a recipient, and a transport failure is kept by exception type only.
+The mark is its own short writing unit after the transport: no transaction is held open across
+file or network I/O, and the pool's pre-ping replaces a connection that died since the last row.
+A mark that a database fault cut is tried again while its lease holds (MARK_ATTEMPTS in all),
+since a file beside an unmarked row is refused every lease until an operator acts; a retry that
+finds the row marked with this delivery's receipt is the first try's commit, its answer lost.
 """
 
 from __future__ import annotations
@@ -136,7 +120,7 @@ class NoticeDeliveryRun:
             stands=notice.evidence_stands,
         )
         if finding is not None:
-            # ADR-0052: a Warning, and nothing else changes; the notice is still delivered.
+            # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
             evidence_log.warning("%s", finding.line)
         return _Attempt(notice, attempt.kind, finding)
 
@@ -164,7 +148,7 @@ class NoticeDeliveryRun:
         try:
             return self.transport.deliver(notice_id, message)
         except NoticeRefused:
-            # ADR-0048 D3: never overwritten; the row stays owed beside what is already there.
+            # Never overwritten: the row stays owed beside what is there (ADR-0048 D3).
             log.warning(
                 "Notice refused: %s (%s): the %s already holds %s; the row stays owed beside it "
                 "(runbook: the row is the truth; move the file and run again, or mark the row)",

@@ -1,17 +1,14 @@
-"""HostedRelay: the one hosted runner of the relay, for the API's loop (ADR-0048 D1) and the
-timer Function (ADR-0051) alike.
-
-Built at the host's start from settings checked once (shared.bootstrap.Host), it reads
-`Notices__Runner` once: the runner the flag names announces itself with the name a reader
-matches against `LeasedBy`, and each tick runs one NoticeSweep; every other host says it steps
-aside (ADR-0051 D4) and its ticks return at once, touching nothing. The one catch-all is the
-sweep's own: NoticeSweep.run never raises an ordinary exception (D1, D7).
+"""HostedRelay: the one hosted runner of the relay, for the API's loop and the timer Function
+alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1). Built at the
+host's start, it reads `Notices__Runner` once: the runner the flag names announces itself and
+each tick runs one NoticeSweep; every other host steps aside and its ticks touch nothing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from shared.settings import HostedKind, Settings
@@ -30,39 +27,31 @@ class Sweep(Protocol):
     def run(self) -> NoticeSweepSummary: ...
 
 
+@dataclass(frozen=True, eq=False)
 class HostedRelay:
-    """One hosted runner. Named by the flag: its runner name, its target's description and its
-    sweep, which is built on the first tick (nothing connects at start). Not named:
-    none of them."""
+    """One hosted runner. Named by the flag: its runner name (what it stamps into LeasedBy), its
+    target's description and its sweep, built on the first tick (nothing connects at start). Not
+    named: none of them."""
 
-    def __init__(
-        self,
-        kind: HostedKind,
-        settings: Settings,
-        *,
-        runner: str | None = None,
-        target: str | None = None,
-        sweep: Callable[[], Sweep] | None = None,
-        telemetry: Telemetry = NO_TELEMETRY,
-    ) -> None:
-        if (runner is None) != (sweep is None):
+    kind: HostedKind
+    settings: Settings
+    runner: str | None = field(default=None, kw_only=True)
+    target: str | None = field(default=None, kw_only=True)
+    sweep: Callable[[], Sweep] | None = field(default=None, kw_only=True)
+    telemetry: Telemetry = field(default=NO_TELEMETRY, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if (self.runner is None) != (self.sweep is None):
             raise ValueError("a hosted runner has both a name and a sweep, or neither")
-        self.kind = kind
-        self.settings = settings
-        self.runner = runner  # the name it stamps into LeasedBy
-        self.target = target
-        self._sweep = sweep
-        self.telemetry = telemetry
 
     @property
     def delivers(self) -> bool:
-        return self._sweep is not None
+        return self.sweep is not None
 
     def announce(self, cadence: str) -> None:
         """Once, at start: the `live as …` line (docs/operations.md#reading-the-start-lines), or the
         step-aside line."""
         if self.runner is None:
-            # ADR-0051 D4: the flag's value, and that this process delivers nothing.
             log.info(
                 "Notice relay: Notices__Runner is %s; this process delivers nothing",
                 self.settings.Notices.Runner.value,
@@ -79,11 +68,10 @@ class HostedRelay:
         )
 
     def tick(self, *, past_due: bool = False) -> NoticeSweepSummary | None:
-        """One sweep when this host is named, none otherwise; never raises (the sweep's
-        catch-all logs a sweep that failed as a whole at Error, by exception type only), traced
-        and counted by the host's telemetry by runner kind."""
-        if self._sweep is None:
+        """One sweep when this host is named, none otherwise; never raises (the sweep's own
+        catch-all), traced and counted by the host's telemetry by runner kind."""
+        if self.sweep is None:
             return None
         if past_due:
             log.warning("Notice relay: this tick is late (past due); sweeping now")
-        return self.telemetry.sweep(self.kind, self._sweep().run)
+        return self.telemetry.sweep(self.kind, self.sweep().run)

@@ -1,14 +1,7 @@
-"""The notify verb's protocol (ADR-0048 D5): drain what is owed under the verb's own lease,
-let go of what it still holds at exit, and decide the exit.
-
-The verb claims like every other runner (`verb/{host}/{pid}/{8 hex}`, two minutes), because a verb
-that merely read free rows would leave a window between its read and its write in which the relay
-claims the same rows. It sweeps until nothing is free or its own lease lapses, and steps aside for
-rows another runner holds under a live lease: it counts them and names their holder.
-
-Exit codes (docs/cli.md): 0 delivered; 2 nothing to do, and the line says which reading; 6 a file
-was refused; 1 another failure left rows owed (this wins over 6 when both happened, since moving
-the refused file would not fix it). The command line adds 78 for settings refused.
+"""The notify verb's protocol (docs/decisions.md#adr-0048-d5): drain what is owed under the
+verb's own lease, let go of what it still holds at exit, and decide the exit: 0 delivered; 2
+nothing to do, naming which reading; 6 a file was refused; 1 another failure left rows owed
+(over 6: moving the refused file would not fix it). docs/cli.md#azurebank-notify lists them.
 """
 
 from __future__ import annotations
@@ -35,12 +28,12 @@ READING_HELD_BY_OTHERS = "everything owed is held under another runner's live le
 
 
 class NotifyExit(enum.IntEnum):
-    """The verb's exits (ADR-0048 D3, D5; docs/cli.md)."""
+    """The verb's exits."""
 
     DELIVERED = 0
     FAILED = 1  # another failure left rows owed
     NOTHING_TO_DO = 2  # nothing owed, or everything owed is held under another's live lease
-    REFUSED_FILE = 6  # a notice file already exists (D3)
+    REFUSED_FILE = 6  # a notice file already exists
 
 
 @dataclass
@@ -84,7 +77,7 @@ class NotifyReport:
 
     @property
     def reading(self) -> str | None:
-        """Which reading of exit 2 applies (D5), or None when the exit is not 2."""
+        """Which reading of exit 2 applies, or None when the exit is not 2."""
         if self.exit_code != NotifyExit.NOTHING_TO_DO:
             return None
         return READING_HELD_BY_OTHERS if self.held_by_others else READING_NOTHING_OWED
@@ -108,7 +101,7 @@ def drain(
 
     while True:
         # A row that failed once in this run is not tried again in it: it stays held (and counts
-        # against the batch, D2) for the next run or, once the lease lapses, another runner.
+        # against the batch) for the next run or, once the lease lapses, another runner.
         tried_and_owed = frozenset(i for i, o in report.last.items() if o.owed)
         summary = sweep.run(exclude=tried_and_owed, on_outcome=record)
         report.sweeps += 1
@@ -121,7 +114,7 @@ def drain(
             report.lease_lapsed = True
             break
         # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
-        # rows that failed, D2's cap; a refused row resting takes no room, D3).
+        # rows that failed; a refused row resting takes no room).
         if summary.claimed == 0 or summary.claimed < summary.room:
             break
     _release_at_exit(sweep, engine, clock, report)
@@ -134,15 +127,14 @@ def _release_at_exit(
     """Let go of what this run still holds, and name what others hold under a live lease."""
     try:
         with writing_unit_of_work(engine) as session:
-            # Beyond the ADR: the verb is about to exit, so its lease protects nothing any more;
-            # it lets go of the rows it could not deliver, so that "move the file and run again"
-            # (D3's runbook) works at once instead of after two minutes of exit 2 "held by verb/…".
+            # About to exit, its lease protects nothing: letting go makes the runbook's "move the
+            # file and run again" work at once, not after two minutes of "held by verb/…".
             report.released = sweep.claim.release(session)
             session.commit()
             report.held_by_others = lease_holders(
                 session, clock.now(), live_only=True, excluding=sweep.runner
             )
     except Exception as exc:
-        # By type only, as every relay failure (ADR-0048 D4); the lease lapses on its own.
+        # By type only, as every relay failure; the lease lapses on its own.
         log.error("notify could not release its rows or read other holders: %s", type(exc).__name__)
         report.failed_whole = report.failed_whole or type(exc).__name__

@@ -1,5 +1,5 @@
-"""What a NoticeDeliveryRun returns (ADR-0048 D4): values, and never the address, the path of a
-notice file or a recipient, so no runner ever holds one."""
+"""What a NoticeDeliveryRun returns: values, never the address, a notice file's path or a
+recipient (docs/decisions.md#adr-0048-d4)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ class DeliveryStatus(enum.StrEnum):
     """How one attempt on one owed row ended."""
 
     DELIVERED = "delivered"  # handed to the transport and marked; `receipt` is set
-    REFUSED = "refused"  # the name already exists at the target (ADR-0048 D3); row stays owed
+    REFUSED = "refused"  # the name already exists at the target; the row stays owed
     UNUSABLE_ADDRESS = "unusable-address"  # no usable Email on the user's row; row stays owed
     UNRENDERABLE_KIND = "unrenderable-kind"  # a Kind this renderer has no message for
-    TRANSPORT_FAILED = "transport-failed"  # the transport raised; only its type is kept (D4)
+    TRANSPORT_FAILED = "transport-failed"  # the transport raised; only its type is kept
     TAKEN = "taken"  # the mark found the row already delivered by another runner
 
 
-# The statuses that leave the row owed and held by this runner (counted against its batch, D2).
+# The statuses that leave the row owed and held by this runner (counted against its batch).
 FAILURES = frozenset(
     {
         DeliveryStatus.UNUSABLE_ADDRESS,
@@ -34,14 +34,13 @@ FAILURES = frozenset(
 @dataclass(frozen=True)
 class DeliveryOutcome:
     """One attempt's result. `detail` is safe to print: an AddressProblem value or the
-    transport's exception type name, never its message (ADR-0048 D4)."""
+    transport's exception type name, never its message."""
 
     notice_id: uuid.UUID
     kind: str
     status: DeliveryStatus
     receipt: str | None = None
     detail: str | None = None
-    # ADR-0052: a finding rides along and changes nothing else (no status, no count, no exit).
     finding: EvidenceFinding | None = None
 
     @property

@@ -1,6 +1,5 @@
-"""The pickup directory's guard (ADR-0048 D6), beside the pickup transport it protects: the
-directory is a spool of addresses at rest, so it must exist and sit outside any git tree.
-`shared.settings.check_host` asks it at every delivering host's start."""
+"""The pickup directory's guard, asked at every delivering host's start
+(docs/decisions.md#adr-0048-d6)."""
 
 from __future__ import annotations
 
@@ -9,8 +8,8 @@ from pathlib import Path
 
 
 def pickup_directory_problem(directory: Path) -> str | None:
-    """ADR-0048 D6: the pickup directory is a spool of addresses at rest; it must exist and sit
-    outside any git tree. The message never echoes the path (it may name a user's home)."""
+    """The pickup directory is a spool of addresses at rest: it must exist and sit outside any
+    git tree. The message never echoes the path (it may name a user's home)."""
     if not directory.is_dir():
         return (
             "Notices__PickupDirectory: the directory does not exist. Fix: create it, or "

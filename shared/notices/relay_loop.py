@@ -1,10 +1,6 @@
-"""NoticeRelayService: the API's hosted loop (ADR-0048 D1), run beside `azurebank serve`.
-
-The shape of the two hygiene sweeps: a periodic timer, the first look one full period after
-start, a catch-all per sweep logged at Error (the sweep's own), cancellation absorbed as
-shutdown. The sweep runs on a worker thread, so the event loop that serves HTTP is never blocked
-by delivery. What a tick does is HostedRelay's, shared with the timer Function.
-"""
+"""NoticeRelayService: the API's hosted loop beside `azurebank serve`, shaped as
+docs/decisions.md#adr-0048-d1 says; each tick is HostedRelay's, on a worker thread, so the event
+loop that serves HTTP is never blocked by delivery."""
 
 from __future__ import annotations
 
@@ -18,9 +14,8 @@ log = logging.getLogger("azurebank.notices.relay")
 
 
 class NoticeRelayService:
-    """Always registered, so a second API host inherits it; its HostedRelay read
-    `Notices__Runner` once, at start. Unless the flag names the API it logs the flag and never
-    starts a loop."""
+    """Always registered; unless the flag names the API it logs the flag and never starts a
+    loop."""
 
     def __init__(self, relay: HostedRelay) -> None:
         self.relay = relay
@@ -42,7 +37,7 @@ class NoticeRelayService:
 
     async def stop(self) -> None:
         """Cancel the loop, then let a sweep already on its thread finish its marks, bounded by
-        the lease it holds: a file written and never marked would be refused next time (D3)."""
+        the lease it holds: a file written and never marked would be refused next time."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -62,12 +57,12 @@ class NoticeRelayService:
                 await self.sweep_once()
                 next_at = max(next_at + self.period_seconds, loop.time())
         except asyncio.CancelledError:
-            # ADR-0048 D1: cancellation is shutdown, not a failure.
+            # Cancellation is shutdown, not a failure.
             log.info("Notice relay: stopped")
 
     async def sweep_once(self) -> NoticeSweepSummary | None:
-        """One tick off the event loop; the sweep's own catch-all means it never raises but for
-        cancellation. Returns at once, touching nothing, when the flag does not name the API."""
+        """One tick off the event loop; it never raises but for cancellation, and returns at once
+        when the flag does not name the API."""
         if not self.relay.delivers:
             return None
         self._inflight = asyncio.ensure_future(asyncio.to_thread(self.relay.tick))

@@ -14,11 +14,11 @@ from email.utils import format_datetime
 from shared.db.schema import NoticeKind
 from shared.notices.address import MESSAGE_POLICY
 
-# RFC 5322 §3.6 requires a From; no setting names a sender (nothing here sends, ADR-0048), so the
-# pickup's consumer rewrites this reserved-domain (RFC 2606 `.invalid`) address before sending.
+# RFC 5322 §3.6 requires a From; nothing here sends, so the pickup's consumer rewrites this
+# reserved-domain (RFC 2606 `.invalid`) address before sending.
 NOTICE_SENDER = "AzureBank security notices <notices@azurebank.invalid>"
 # The right-hand side of every Message-ID; the left is the notice's Id, a stable key a
-# downstream consumer de-duplicates on (ADR-0048 D3).
+# downstream consumer de-duplicates on.
 MESSAGE_ID_DOMAIN = "notices.azurebank"
 
 _SUBJECTS: dict[str, str] = {
@@ -36,9 +36,8 @@ def _parsed(name: str, value: str) -> BaseHeader:
     return header
 
 
-# The headers that are the same in every notice of a kind, parsed once: a policy stores a header
-# object whose name matches as it is, without parsing it again (email.policy.EmailPolicy.
-# header_store_parse), and a parsed header is immutable, so every message may share it.
+# The headers the same in every notice of a kind, parsed once: a policy stores a parsed header
+# as it is (EmailPolicy.header_store_parse), and it is immutable, so every message may share it.
 _FROM = _parsed("From", NOTICE_SENDER)
 AUTO_SUBMITTED = "auto-generated"  # RFC 3834: no auto-reply loops
 _AUTO_SUBMITTED = _parsed("Auto-Submitted", AUTO_SUBMITTED)
@@ -46,7 +45,7 @@ _SUBJECT_HEADERS = {kind: _parsed("Subject", subject) for kind, subject in _SUBJ
 
 
 class UnrenderableKind(Exception):
-    """The notice's Kind has no message; an outcome at Warning, never a crash (ADR-0048 D7)."""
+    """The notice's Kind has no message; an outcome at Warning, never a crash."""
 
 
 def message_id(notice_id: uuid.UUID) -> str:
@@ -70,7 +69,7 @@ def render_notice(
         raise UnrenderableKind(kind)
     when = occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     date = format_datetime(now.astimezone(UTC))
-    # NIST SP 800-63B-4 §4.6 (ADR-0048 D6): the contact is mandatory content of every notice.
+    # NIST SP 800-63B-4 §4.6: the contact is mandatory content of every notice.
     body = (
         f"{event}\n"
         "\n"
@@ -85,12 +84,11 @@ def render_notice(
     return _email_package_message(notice_id, kind, address, date, body)
 
 
-# A notice whose address is a plain dot-atom addr-spec that fits on the To line and whose
-# contact is printable ASCII that fits on its body line is what the email package writes with
-# no folding, no encoding and a 7bit body: those bytes are written directly, because parsing and
-# refolding every header is the largest CPU cost of a delivered notice (bench/README.md, Relay).
-# Anything else goes through the package. tests/unit/test_notice_render.py holds both forms to
-# the stock policy's bytes over generated notices.
+# A plain dot-atom address that fits on the To line and a printable ASCII contact that fits on
+# its line are what the email package writes with no folding, no encoding and a 7bit body:
+# those bytes are written directly, since refolding every header is the largest CPU cost of a
+# notice (bench/README.md, Relay). tests/unit/test_notice_render.py holds both forms to the
+# stock policy's bytes.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LINE = MESSAGE_POLICY.max_line_length or 78
 _PLAIN_ADDRESS = re.compile(

@@ -1,8 +1,6 @@
-"""The name a runner stamps into `LeasedBy` (ADR-0048 D5, docs/operations.md).
-
-`{kind}/{host}/{pid}/{8 hex}`: an operator matches the announcement line against `LeasedBy`
-and `notices status`; the random suffix tells two processes apart when a pid is reused.
-"""
+"""The name a runner stamps into `LeasedBy`, `{kind}/{host}/{pid}/{8 hex}`, which an operator
+matches against the announcement line (docs/operations.md#reading-the-start-lines); the random
+suffix tells two processes apart when a pid is reused."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Owed rows and who holds them (`azurebank notices status`, and the verb's "held by others",
-ADR-0048 D5). A lease proves only that it is unexpired, nothing about the process holding it."""
+"""Owed rows and who holds them (`azurebank notices status`, and the verb's "held by others").
+A lease proves only that it is unexpired, nothing about the process holding it."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Engine, Select, Table, bindparam, case, func, or_, select
+from sqlalchemy import ColumnElement, Engine, Select, Table, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
 from shared.clock import Clock
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work
+from shared.notices.claim_sql import lease_free
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _OWED = _NOTICES.c.DeliveredAt.is_(None)
@@ -55,28 +56,24 @@ class OwedStatus:
 
 @dataclass(frozen=True)
 class OwedBacklog:
-    """How many notices are owed and since when: what an operator alerts on (the answer to
-    ADR-0048's "seen by nobody")."""
+    """How many notices are owed and since when: what an operator alerts on."""
 
     owed: int
     oldest_owed_age: timedelta  # zero when nothing is owed
 
 
-def read_owed_backlog(session: Session, now: datetime) -> OwedBacklog:
-    """One statement over the owed rows (the partial index by CreatedAt serves it)."""
-    owed, oldest = session.execute(
-        select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
-    ).one()
-    age = timedelta(0) if oldest is None else max(timedelta(0), now - oldest)
-    return OwedBacklog(owed=int(owed), oldest_owed_age=age)
-
-
 def owed_backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
-    """The telemetry gauges' read: one statement on the host's engine per collection."""
+    """The telemetry gauges' read: one statement over the owed rows (the partial index by
+    CreatedAt serves it) on the host's engine per collection."""
 
     def read() -> OwedBacklog:
         with unit_of_work(engine) as session:
-            return read_owed_backlog(session, clock.now())
+            now = clock.now()
+            owed, oldest = session.execute(
+                select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
+            ).one()
+        age = timedelta(0) if oldest is None else max(timedelta(0), now - oldest)
+        return OwedBacklog(owed=int(owed), oldest_owed_age=age)
 
     return read
 
@@ -113,11 +110,9 @@ def _lease_holders_query(live_only: bool, excluding: str | None) -> Select[Any]:
 
 def read_owed_status(session: Session, now: datetime) -> OwedStatus:
     """How many rows are owed, how many are free to claim, who holds the rest, and the oldest."""
-    free_now = or_(_NOTICES.c.LeasedUntil.is_(None), _NOTICES.c.LeasedUntil <= now)
-    # One statement for both counts: one pass over the owed rows, and `free` can never exceed
-    # `owed` (two statements could see different rows between them).
+    # One statement for both counts, so `free` can never exceed `owed`.
     owed, free = session.execute(
-        select(func.count(), func.sum(case((free_now, 1), else_=0))).where(_OWED)
+        select(func.count(), func.sum(case((lease_free(_NOTICES, now), 1), else_=0))).where(_OWED)
     ).one()
     oldest = session.execute(
         select(_NOTICES.c.Id, _NOTICES.c.CreatedAt)

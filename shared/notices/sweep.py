@@ -1,17 +1,12 @@
-"""NoticeSweep (ADR-0048 D2, docs/operations.md): one pass of one runner over the owed rows.
+"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2).
 
     renew → claim → re-read by name → deliver each, while this sweep's own lease is live
     → remove the transport's own temporaries that no live runner can own
 
-The timer Function, the API's loop and the verb all run exactly this. A sweep never raises an
-ordinary exception: one that fails as a whole is logged at Error by exception type and reported
-in its summary, and the rows it holds stay owed for the next sweep or the next runner (D1, D7).
-
-A refused row (ADR-0048 D3) is "held, retried and refused every lease": after a refusal the sweep
-rests it until the end of the lease it was refused under. It stays held and renewed under this
-runner's name, so no other runner takes it meanwhile, but it is not attempted and not counted
-against the batch (D2's cap is on live work), so the owed rows behind it still go out. The rest is
-kept in memory: a restarted process is a new runner, whose rows lapse and are taken over anyway.
+A sweep never raises an ordinary exception: one that fails as a whole is logged at Error by
+exception type and reported in its summary. A refused row rests until the end of the lease it
+was refused under (docs/decisions.md#adr-0048-d3): held and renewed, not attempted and not
+counted against the batch. The rest is kept in memory: a restarted process is a new runner.
 """
 
 from __future__ import annotations
@@ -26,11 +21,11 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
-from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
+from shared.notices.claim import NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept
+from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept, NoticeTransport
 
 log = logging.getLogger("azurebank.notices.sweep")
 
@@ -38,7 +33,7 @@ log = logging.getLogger("azurebank.notices.sweep")
 @dataclass
 class NoticeSweepSummary:
     """What one sweep did, filled in by the sweep as it goes; read it, never write it. Evidence
-    findings are not counted here (ADR-0052 consequences)."""
+    findings are not counted here."""
 
     runner: str
     lease_until: datetime | None = None
@@ -47,7 +42,7 @@ class NoticeSweepSummary:
     claimed_ids: tuple[uuid.UUID, ...] = field(default=(), repr=False)  # newly claimed rows
     held: int = 0  # rows held after the claim, as re-read by name
     delivered: int = 0
-    refused: int = 0  # the name already existed (ADR-0048 D3)
+    refused: int = 0  # the name already existed
     failed: int = 0  # unusable address, unrenderable kind, transport failure
     taken: int = 0  # the mark found the row already delivered
     not_attempted: int = 0  # held but not tried: the lease ran out, or the caller excluded it
@@ -59,12 +54,10 @@ class NoticeSweepSummary:
 
     @property
     def claimed(self) -> int:
-        """Rows newly claimed by this sweep."""
         return len(self.claimed_ids)
 
     @property
     def held_by_others(self) -> int:
-        """Owed rows under another runner's live lease."""
         return sum(h.rows for h in self.other_holders)
 
     def line(self) -> str:
@@ -78,37 +71,31 @@ class NoticeSweepSummary:
         )
 
 
+@dataclass(eq=False)
 class NoticeSweep:
-    """One runner's sweep; build once per runner and call `run()` once per tick."""
+    """One runner's sweep; build once per runner and call `run()` once per tick. `delivery`
+    delivers through this sweep's transport and marks under `claim` (the composition root wires
+    the three). A temporary older than `leftover_age`, the longest lease that writes into the
+    target, has no live writer."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        clock: Clock,
-        claim: NoticeClaim,
-        delivery: NoticeDeliveryRun,
-        *,
-        leftover_age: timedelta | None = None,
-    ) -> None:
-        """`delivery` delivers through this sweep's transport and marks under `claim`; the
-        composition root wires the three (shared.bootstrap.bootstrap)."""
-        self.runner = claim.runner
-        self._engine = engine
-        self._clock = clock
-        self.transport = delivery.transport
-        self.claim = claim
-        self._delivery = delivery
-        # A temporary older than every lease that writes into the target has no live writer: the
-        # longest of this runner's lease and the verb's two minutes (ADR-0048 D5) unless the
-        # caller knows a longer one (a host's Notices__LeaseSeconds).
-        self.leftover_age = leftover_age or max(
-            self.claim.lease, timedelta(seconds=VERB_LEASE_SECONDS)
-        )
-        # Refused rows resting, each until the end of the lease it was refused under (D3).
-        self._resting: dict[uuid.UUID, datetime] = {}
-        # True only after a sweep that ended holding no owed row: the next one skips the renew.
-        # False at first, so a sweep built under a name that already holds rows renews them.
-        self._holds_none = False
+    engine: Engine
+    clock: Clock
+    claim: NoticeClaim
+    delivery: NoticeDeliveryRun
+    leftover_age: timedelta = field(kw_only=True)
+    # Refused rows resting, each until the end of the lease it was refused under.
+    _resting: dict[uuid.UUID, datetime] = field(default_factory=dict, init=False)
+    # True only after a sweep that ended holding no owed row: the next one skips the renew.
+    # False at first, so a sweep built under a name that already holds rows renews them.
+    _holds_none: bool = field(default=False, init=False)
+
+    @property
+    def runner(self) -> str:
+        return self.claim.runner
+
+    @property
+    def transport(self) -> NoticeTransport:
+        return self.delivery.transport
 
     def run(
         self,
@@ -123,7 +110,7 @@ class NoticeSweep:
         try:
             self._run(summary, exclude, on_outcome)
         except Exception as exc:
-            # D1/D7: Error, by type only: a driver's message can carry bound parameters.
+            # By type only: a driver's message can carry bound parameters.
             log.error(
                 "Notice sweep by %s failed as a whole with %s; the rows it holds stay owed",
                 self.runner,
@@ -140,7 +127,7 @@ class NoticeSweep:
             return
         try:
             removed = self.transport.remove_leftovers(
-                now=self._clock.now(), older_than=self.leftover_age
+                now=self.clock.now(), older_than=self.leftover_age
             )
         except LeftoversKept as kept:
             removed = kept.removed
@@ -151,7 +138,7 @@ class NoticeSweep:
                 kept.failure,
             )
         except Exception as exc:
-            # By type only, as every relay failure (D4): an OS error's text holds the path.
+            # By type only, as every relay failure: an OS error's text holds the path.
             log.warning(
                 "Notice sweep by %s could not remove leftover temporary files: %s",
                 self.runner,
@@ -176,15 +163,13 @@ class NoticeSweep:
         exclude: Collection[uuid.UUID],
         on_outcome: Callable[[DeliveryOutcome], None] | None,
     ) -> None:
-        now = self._clock.now()
+        now = self.clock.now()
         resting = {i for i, until in self._resting.items() if until > now}
         holds_none, self._holds_none = self._holds_none, False  # unknown until this sweep ends
-        # One writing unit for the sweep's database work before its rows: renew, claim, the
-        # re-read and the other runners' leases on one connection, committed once. A writing
-        # unit: the claim queues for the right to write rather than failing to upgrade.
-        with writing_unit_of_work(self._engine) as session:
+        # One writing unit (the claim queues for the right to write rather than failing to
+        # upgrade) for renew, claim, the re-read and the other runners' leases, committed once.
+        with writing_unit_of_work(self.engine) as session:
             taken = self.claim.take(session, now, resting=resting, holds_none=holds_none)
-            # ADR-0048 D2: by name, never by the instant; with each row's address and evidence.
             held = self.claim.held(session)
             summary.other_holders = lease_holders(
                 session, now, live_only=True, excluding=self.runner
@@ -193,7 +178,7 @@ class NoticeSweep:
         # A rest ends with its lease, or with the row: marked by an operator, or taken over.
         self._resting = {i: u for i, u in self._resting.items() if i in taken.resting_ids}
         summary.lease_until = taken.lease_until
-        summary.renewed = taken.renewed
+        summary.renewed = len(taken.renewed_ids)
         summary.room = taken.room
         summary.claimed_ids = taken.claimed_ids
         summary.held = len(held)
@@ -201,17 +186,17 @@ class NoticeSweep:
         summary.resting = len(held) - len(live)
 
         for position, notice in enumerate(live):
-            if self._clock.now() >= taken.lease_until:
+            if self.clock.now() >= taken.lease_until:
                 self._lease_lapsed(summary, taken.lease_until, len(live) - position)
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
                 continue
-            outcome = self._delivery.deliver(notice)
+            outcome = self.delivery.deliver(notice)
             _count(summary, outcome)
             if outcome.status is DeliveryStatus.REFUSED:
-                # D3: retried once per lease, not once per period: it rests until the lease it
-                # was refused under would have lapsed, had it not been renewed.
+                # Retried once per lease, not once per period: it rests until the lease it was
+                # refused under would have lapsed, had it not been renewed.
                 self._resting[notice.id] = taken.lease_until
             if on_outcome is not None:
                 on_outcome(outcome)
@@ -219,13 +204,12 @@ class NoticeSweep:
         # Every row it held is now delivered, by this runner or another: the next sweep has
         # nothing to renew (a runner's name is its own; no other process stamps it).
         self._holds_none = summary.delivered + summary.taken == summary.held
-        # An idle sweep says nothing, every period; nor does one whose only rows rest (D3).
+        # An idle sweep says nothing, every period; nor does one whose only rows rest.
         if summary.held > summary.resting:
             log.info("%s", summary.line())
 
     def _lease_lapsed(self, summary: NoticeSweepSummary, ended: datetime, left: int) -> None:
-        # D2: a sweep that outlives its own lease stops delivering and says so; another runner
-        # may already have taken these rows over.
+        # Another runner may already have taken these rows over.
         summary.lease_lapsed = True
         summary.not_attempted += left
         log.warning(

@@ -1,15 +1,12 @@
-"""Where a rendered notice lands, behind one interface (docs/operations.md). Nothing here sends.
+"""Where a rendered notice lands, behind one interface. Nothing here sends.
 
 Both transports name the notice `{noticeId}.eml` and never overwrite: an existing name is
-NoticeRefused (ADR-0045 D4, ADR-0048 D3), the row stays owed beside what is already there, and the
-operator's runbook decides (the row is the truth; move the file and run again, or mark the row).
-
-Exception messages and receipts carry the notice's file name at most, never a directory path or a
-recipient: a runner logs a failure by its type only (ADR-0048 D4), and a receipt is logged.
-
-A pickup directory's temporary file outlives a runner killed between its write and its link; a
-transport that can leave such files behind also removes its own once no live runner can own them
-(`LeavesTemporaryFiles`). A blob container has none to leave: an upload appears whole or not at all.
+NoticeRefused, and the row stays owed beside it (docs/operations.md's runbook for a refused
+notice file). Exception messages and receipts carry the file name at most, never a directory path
+or a recipient. A pickup directory's temporaries outlive a runner killed between its write and
+its link, so that transport removes its own once no live runner can own them
+(docs/operations.md#crash-leftovers-and-what-removes-them); a blob upload appears whole or not at
+all.
 """
 
 from __future__ import annotations
@@ -51,7 +48,7 @@ class NoticeTransport(Protocol):
 
 class LeftoversKept(Exception):
     """Some leftover temporaries could not be removed; the others were. Kept by exception type
-    only (ADR-0048 D4): an OS error's text holds the path."""
+    only: an OS error's text holds the path."""
 
     def __init__(self, removed: int, kept: int, failure: str) -> None:
         self.removed, self.kept, self.failure = removed, kept, failure
@@ -72,9 +69,8 @@ def notice_file_name(notice_id: uuid.UUID) -> str:
     return f"{notice_id}.eml"
 
 
-# A temporary is `.{noticeId}.{8 characters}.tmp`: hidden, so a pickup agent that reads `*.eml`
-# never sees it, and of the shape `tempfile.mkstemp` gives with that prefix and suffix, so a
-# leftover of either is recognised. Nothing else in a pickup directory matches this exactly.
+# A temporary is `.{noticeId}.{8 characters}.tmp`: hidden from a pickup agent that reads `*.eml`,
+# and of the shape `tempfile.mkstemp` gives with that prefix and suffix.
 _TEMPORARY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
 _TEMPORARY_NAME = re.compile(
     r"\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[a-z0-9_]{8}\.tmp"
@@ -90,12 +86,6 @@ _TEMPORARY_FLAGS = (
 )
 
 
-def temporary_file_name(notice_id: uuid.UUID) -> str:
-    """A fresh temporary name for the notice: what `is_temporary_file_name` recognises."""
-    tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
-    return f".{notice_id}.{tail}.tmp"
-
-
 def is_temporary_file_name(name: str) -> bool:
     """Whether `name` is exactly the shape of this transport's temporary files."""
     return _TEMPORARY_NAME.fullmatch(name) is not None
@@ -108,14 +98,12 @@ class PickupDirectoryTransport:
         self._directory = Path(directory)
 
     def describe(self) -> str:
-        # The path is not shown: it may name a user's home, and the git-tree guard's message
-        # does not echo it either. The key tells an operator where to look.
+        # The path may name a user's home; the key tells an operator where to look.
         return "pickup directory (Notices__PickupDirectory)"
 
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
         name = notice_file_name(notice_id)
-        # A temporary file in the same directory (so the link stays on one file system), 0600
-        # because a notice is an address at rest.
+        # In the same directory (the link stays on one file system), 0600: an address at rest.
         fd, temporary = self._create_temporary(notice_id)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -123,7 +111,7 @@ class PickupDirectoryTransport:
                 handle.flush()
                 os.fsync(handle.fileno())
             try:
-                # link(2) refuses an existing name: the exclusive create of ADR-0045 D4.
+                # link(2) refuses an existing name: the exclusive create.
                 os.link(temporary, self._directory / name)
             except FileExistsError:
                 # `from None`: the OS error's text holds both paths.
@@ -137,22 +125,16 @@ class PickupDirectoryTransport:
         return f"pickup:{name}"
 
     def probe(self) -> None:
-        """Readiness (shared/readiness.py): the directory takes a write, a temporary file
-        created and removed in it (the exclusive create a delivery makes, under a name no
-        notice has and no leftover removal matches); raises otherwise."""
+        """Readiness (shared/readiness.py): the directory takes a write (a temporary created and
+        removed, under a name no notice has and no leftover removal matches); raises otherwise."""
         fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
         os.close(fd)
         os.unlink(name)
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
-        """Remove the temporaries of runners killed between their write and their link.
-
-        Only regular files named exactly as `deliver` names its temporaries, and only those last
-        modified more than `older_than` before `now`: a writer modifies its temporary only while
-        its lease is live, so once that is longer ago than any runner's lease, the writer's lease
-        has lapsed and its row is free for another runner to deliver. A writer that overran its
-        lease and links after the removal finds no temporary and reports a transport failure;
-        its row stays owed (at-least-once, ADR-0048 D3). A final `.eml` is never touched."""
+        """Remove the temporaries of runners killed between their write and their link: regular
+        files named exactly as `deliver` names them, last modified more than `older_than` (longer
+        than any runner's lease) before `now`. A final `.eml` is never touched."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
@@ -167,8 +149,7 @@ class PickupDirectoryTransport:
                 except FileNotFoundError:
                     continue  # its writer linked and removed it, or another runner did
                 except OSError as exc:
-                    # One that cannot go (another user's, in a sticky directory) does not keep
-                    # the rest.
+                    # One that cannot go (another user's, in a sticky directory) keeps no other.
                     kept, failure = kept + 1, failure or type(exc).__name__
                     continue
                 removed += 1
@@ -178,7 +159,8 @@ class PickupDirectoryTransport:
 
     def _create_temporary(self, notice_id: uuid.UUID) -> tuple[int, Path]:
         for _ in range(100):
-            temporary = self._directory / temporary_file_name(notice_id)
+            tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
+            temporary = self._directory / f".{notice_id}.{tail}.tmp"
             try:
                 return os.open(temporary, _TEMPORARY_FLAGS, 0o600), temporary
             except FileExistsError:
@@ -194,14 +176,9 @@ class PickupDirectoryTransport:
 
 
 class BlobContainerTransport:
-    """Beyond the ADR: a blob container as the pickup, for a Function with no durable disk.
-
-    It writes no temporary: `upload_blob` is atomic (a blob appears whole under its name, or not
-    at all), so a crash mid-upload leaves nothing behind and this transport has no leftovers to
-    remove (it is not `LeavesTemporaryFiles`).
-
-    The client is built on first delivery (nothing connects at import or construction), from a
-    connection string, or from the account's blob URI and an Entra credential (docs/settings.md)."""
+    """A blob container as the pickup, for a Function with no durable disk. `upload_blob` is
+    atomic, so it leaves no temporaries. The client is built on first delivery, from a connection
+    string or from the account's blob URI and an Entra credential (docs/settings.md)."""
 
     def __init__(
         self,
@@ -249,27 +226,25 @@ class BlobContainerTransport:
             raise LookupError("the pickup container does not exist")
 
     def _container_client(self) -> ContainerClient:
-        with self._lock:
-            if self._client is None:
-                self._client = self._build_client()
-            return self._client
-
-    def _build_client(self) -> ContainerClient:
         from azure.storage.blob import BlobServiceClient
 
-        if self._connection_string:
-            service = BlobServiceClient.from_connection_string(
-                self._connection_string, **self._client_options
-            )
-        else:
-            credential = self._credential
-            if credential is None:
-                from azure.identity import DefaultAzureCredential
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            if self._connection_string:
+                service = BlobServiceClient.from_connection_string(
+                    self._connection_string, **self._client_options
+                )
+            else:
+                credential = self._credential
+                if credential is None:
+                    from azure.identity import DefaultAzureCredential
 
-                credential = DefaultAzureCredential()
-            service = BlobServiceClient(
-                account_url=str(self._blob_service_uri),
-                credential=credential,
-                **self._client_options,
-            )
-        return service.get_container_client(self._container)
+                    credential = DefaultAzureCredential()
+                service = BlobServiceClient(
+                    account_url=str(self._blob_service_uri),
+                    credential=credential,
+                    **self._client_options,
+                )
+            self._client = service.get_container_client(self._container)
+            return self._client

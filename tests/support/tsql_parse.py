@@ -25,7 +25,7 @@ What is checked, and what is not, by design:
   injection), SQLAlchemy's and Alembic's reflection, the migrations run online (their SQL Server
   DDL is parsed offline by tests/unit/test_sqlserver_ddl_offline.py), and driver-level text sent
   with `exec_driver_sql` (SQLite's PRAGMA and BEGIN IMMEDIATE in shared/db/engine.py and
-  shared/db/uow.py, and PostgreSQL's CREATE ROLE and GRANTs in shared/db/grants.py, which have
+  shared/db/uow.py, and PostgreSQL's CREATE ROLE and GRANTs in shared/db/grant_sql.py, which have
   no SQL Server form; grant_sql's SQL Server forms are parsed through their twin).
 """
 
@@ -115,6 +115,10 @@ def _parse(sql: str) -> list[exp.Expression]:
         opaque = tree if isinstance(tree, exp.Command) else tree.find(exp.Command)
         if opaque is not None:
             raise SqlglotError(f"parsed only as an opaque Command: {opaque.sql('tsql')[:200]}")
+        # sqlglot accepts `x IS 0`; SQL Server's IS takes only NULL (a syntax error there).
+        for test in tree.find_all(exp.Is):
+            if not isinstance(test.expression, exp.Null):
+                raise SqlglotError(f"IS with something but NULL: {test.sql('tsql')[:200]}")
     return trees
 
 

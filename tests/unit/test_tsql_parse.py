@@ -44,3 +44,10 @@ def test_a_claim_hint_missing_its_parenthesis_does_not_parse() -> None:
     broken = sql.replace("WITH (UPDLOCK, READPAST, ROWLOCK)", "WITH (UPDLOCK, READPAST, ROWLOCK")
     assert broken != sql
     assert parse_problem(broken) is not None
+
+
+def test_is_with_anything_but_null_does_not_parse() -> None:
+    """SQL Server's IS takes only NULL: `IsDeleted IS 0`, SQLAlchemy's rendering of
+    `.is_(False)` on a dialect without booleans, is a syntax error there; sqlglot accepts it."""
+    assert parse_problem("SELECT 1 FROM t WHERE a IS NULL AND b IS NOT NULL") is None
+    assert parse_problem("SELECT 1 FROM t WHERE a IS 0") is not None

@@ -6,7 +6,7 @@ chain's tail lock first (lock order: application lock → tail → rows), so the
 serialises them: the first two tests race them through the real chain, and fail if anything
 starts locking a row before the tail (the cycle ADR-0050 rejects). The second layer is the rows'
 own lock order — the two balances written in `Id` order whichever way the money goes
-(`shared.money.transfers._in_lock_order`, `shared.money.accounts.move_money`) — which is what
+(`shared.money.accounts.in_lock_order`, used by the transfer and `move_money`) — which is what
 still holds once the tail no longer serialises every movement (a partitioned tail, which
 ADR-0044 leaves open). The gated tests take the tail's serialisation away (each transaction
 seals onto a tail of its own) and force the worst interleaving: a third transaction holds both
