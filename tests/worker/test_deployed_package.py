@@ -172,6 +172,23 @@ def test_the_package_holds_nothing_the_app_does_not_load(
     assert could_load - shipped == set(), "the app's code imports modules the package lacks"
 
 
+def test_every_package_the_apps_code_can_import_is_installed_in_the_package(
+    deployed: Package,
+) -> None:
+    # A run loads only what its paths reach; an import on a path the run does not take (the
+    # schedule check of a non-default Notices__Schedule imports croniter) must be installed
+    # too, or that path fails on Azure with ModuleNotFoundError.
+    site = deployed.site_packages
+    missing = sorted(
+        name
+        for name in reachable(deployed.app).third_party
+        if not (site / name).is_dir()
+        and not any(site.glob(f"{name}.py"))
+        and not any(site.glob(f"{name}.*.so"))
+    )
+    assert missing == [], "imported by the app's code, yet not installed by requirements.txt"
+
+
 def test_the_packages_the_app_shares_with_the_worker_satisfy_the_workers_own_pins(
     deployed: Package,
 ) -> None:
