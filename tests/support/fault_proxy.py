@@ -19,12 +19,14 @@ applies to the connections open at the switch and to every new one:
     COMMIT_REPLY_LOST  relay both ways; when the app sends a message holding a COMMIT, send it to
                        the server, wait for the server's reply, drop it, and cut both sides: the
                        transaction committed and the app never heard. `once=True` returns the
-                       proxy to PASS after the first cut.
+                       proxy to PASS after the first cut; `after=b"..."` cuts only the COMMIT of a
+                       transaction that sent those bytes (`b'INSERT INTO "TransferAuthorizations"'`),
+                       so the request's earlier commits pass.
     HALF_OPEN_AT_COMMIT  relay both ways; when the app sends a message holding a COMMIT, withhold
                        it, cut the app's side (RST) and keep the server's side open: the
                        transaction stays open on the server, holding every lock it took, with
                        its app gone (the app's side of a half-open connection died mid-work).
-                       `once=True` as above.
+                       `once=True` and `after` as above.
 
 In-process: `with FaultProxy() as proxy:` (threads; stopped on exit). From a subprocess test,
 `python -m tests.support.fault_proxy --upstream 127.0.0.1:5432` prints `listening PORT`, then
@@ -82,6 +84,8 @@ class _Pair:
         self.client: socket.socket | None = client
         self.upstream: socket.socket | None = None
         self.cut: Mode | None = None  # a cut the relay thread applies at its next tick
+        # The app sent the proxy's `after` bytes since its last COMMIT: that COMMIT may be cut.
+        self.armed = False
         self.applied = threading.Event()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="fault-proxy-pair")
@@ -174,11 +178,17 @@ class _Pair:
             time.sleep(self.proxy.delay)
         from_client = sock is self.client
         other = self.upstream if from_client else self.client
+        after = self.proxy.after
+        if from_client and after is not None and after in data:
+            self.armed = True
         commit = from_client and any(m in data for m in COMMIT_MARKERS)
-        if commit and mode is Mode.COMMIT_REPLY_LOST:
+        aimed = after is None or self.armed
+        if commit:
+            self.armed = False
+        if commit and aimed and mode is Mode.COMMIT_REPLY_LOST:
             self._lose_commit_reply(data)
             return False
-        if commit and mode is Mode.HALF_OPEN_AT_COMMIT:
+        if commit and aimed and mode is Mode.HALF_OPEN_AT_COMMIT:
             # Counted before the cut, so whoever sees the app's error sees the count too.
             self.proxy._count("half_open")
             self.proxy._commit_cut()
@@ -215,6 +225,7 @@ class FaultProxy:
         self.mode = Mode.PASS
         self.delay = 0.0
         self.once = False
+        self.after: bytes | None = None
         self.closed = False
         self.counts: dict[str, int] = {}
         self._pairs: set[_Pair] = set()
@@ -257,12 +268,16 @@ class FaultProxy:
 
     # --- switching ---------------------------------------------------------------------------
 
-    def set_mode(self, mode: Mode, *, delay: float = 0.0, once: bool = False) -> None:
+    def set_mode(
+        self, mode: Mode, *, delay: float = 0.0, once: bool = False, after: bytes | None = None
+    ) -> None:
         """Switch every open and new connection to `mode`; a cut (RESET, HALF_OPEN) of the open
-        connections has happened when this returns."""
+        connections has happened when this returns. `after`: the bytes a transaction sends
+        before the COMMIT a cut at COMMIT aims at (the module docstring)."""
         with self._lock:
             self.delay = delay
             self.once = once
+            self.after = after
             self.mode = mode
             pairs = list(self._pairs)
         if mode in (Mode.RESET, Mode.HALF_OPEN):
