@@ -49,7 +49,8 @@ _DESCRIPTIONS = {
     409: "The request conflicts with the current state.",
     422: "A rule refused the request.",
     429: "Too many wrong PINs.",
-    # Not "nothing changed": OUTCOME_UNKNOWN is the 503 whose commit may have happened.
+    # Not "nothing changed": OUTCOME_UNKNOWN and COMMIT_OUTCOME_UNKNOWN are the 503s whose
+    # commit may have happened.
     503: "The request could not be answered now; each code's title says what is known.",
 }
 

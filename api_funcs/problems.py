@@ -4,7 +4,8 @@ Bodies carry `type`, `title`, `status`, `errorCode`, `traceId` and the error's e
 Nothing the caller sent is echoed back beyond a field's name: no PIN, password, token or address.
 
 No database error leaves the app. A database fault (shared/errors.py: the engine translated the
-driver's error) is answered as its refusal, 503 DATABASE_UNAVAILABLE or LOCK_TIMEOUT, and logged
+driver's error) is answered as its refusal, 503 DATABASE_UNAVAILABLE, LOCK_TIMEOUT or, for a
+write with no Idempotency-Key whose COMMIT lost its connection, COMMIT_OUTCOME_UNKNOWN, and logged
 by the driver error's type; any other SQLAlchemy error is a 500, logged by its type and where it
 was raised. An exception that escaped would be printed whole by the server (uvicorn's "Exception
 in ASGI application"), and a driver's text carries the SQL and, on PostgreSQL, values: a
@@ -30,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.telemetry_recorder import record_refusal
 from shared.errors import (
+    CommitOutcomeUnknown,
     DatabaseFault,
     DomainError,
     LockTimeout,
@@ -166,6 +168,12 @@ async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
         log.warning("Transaction rolled back by the server: %s (trace %s)", exc.driver_error, trace)
     elif isinstance(exc, LockTimeout):
         log.warning("Lock wait ran out: %s (trace %s)", exc.driver_error, trace)
+    elif isinstance(exc, CommitOutcomeUnknown):
+        log.error(
+            "Connection lost during COMMIT, outcome unknown: %s (trace %s)",
+            exc.driver_error,
+            trace,
+        )
     else:
         log.error("Database unavailable: %s (trace %s)", exc.driver_error, trace)
     return await _domain(request, exc)

@@ -12,6 +12,7 @@
     └── Fault (503)                   the system could not decide
         └── DatabaseFault             a driver error of a kind the domain names (below)
             ├── LockTimeout           LOCK_TIMEOUT: a lock wait ran out
+            ├── CommitOutcomeUnknown  COMMIT_OUTCOME_UNKNOWN: the connection failed during COMMIT
             └── DatabaseUnavailable   DATABASE_UNAVAILABLE: the database cannot take the work now
                 └── TransactionRolledBack   the server rolled the transaction back (a deadlock)
 
@@ -183,3 +184,17 @@ class DatabaseUnavailable(DatabaseFault):
 class TransactionRolledBack(DatabaseUnavailable):
     """The server rolled the transaction back (a deadlock's victim, a serialization failure):
     nothing changed, and running it again may succeed (the money's retry loop does)."""
+
+
+class CommitOutcomeUnknown(DatabaseFault):
+    """The database became unavailable during the COMMIT of a write that has no Idempotency-Key
+    to ask again (shared.db.uow.commit_unit): the server may have committed it, or not. Never
+    "nothing changed", which is not known. A writer declares its own title, which says how the
+    caller finds out or carries on safely; `driver_error` is the COMMIT's."""
+
+    error_code = "COMMIT_OUTCOME_UNKNOWN"
+    title = (
+        "The database connection was lost while the change was committed, so whether it "
+        "took effect is not known. Check before making it again."
+    )
+    retry_after = 5

@@ -18,6 +18,9 @@ from shared.identity.refusals import (
     InvalidPassword,
     InvalidPin,
     PinAlreadyEnrolled,
+    PinAttemptOutcomeUnknown,
+    PinChangeOutcomeUnknown,
+    PinEnrolmentOutcomeUnknown,
     PinLocked,
     PinRequired,
 )
@@ -41,7 +44,7 @@ def _responses(*rungs: type[DomainError]) -> Any:
     "/api/pin",
     summary="Enrol a PIN (behind the password)",
     status_code=status.HTTP_201_CREATED,
-    responses=_responses(InvalidPassword, PinAlreadyEnrolled),
+    responses=_responses(InvalidPassword, PinAlreadyEnrolled, PinEnrolmentOutcomeUnknown),
 )
 def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) -> PinOutcome:
     services.pin_changes.enrol(user_id, password=body.password, pin=body.pin)
@@ -51,7 +54,9 @@ def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) 
 @router.put(
     "/api/pin",
     summary="Change the PIN (behind the current PIN)",
-    responses=_responses(InvalidPin, PinRequired, PinLocked),
+    responses=_responses(
+        InvalidPin, PinRequired, PinLocked, PinAttemptOutcomeUnknown, PinChangeOutcomeUnknown
+    ),
 )
 def pin_change(body: PinChange, user_id: CurrentUser, services: HostServices) -> PinOutcome:
     services.pin_changes.change(user_id, current_pin=body.currentPin, new_pin=body.newPin)

@@ -38,7 +38,7 @@ from api_funcs.schemas.transactions import (
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, LockTimeout, Unauthenticated, ValidationFailed
-from shared.identity.refusals import InvalidPin, PinLocked, PinRequired
+from shared.identity.refusals import InvalidPin, PinAttemptOutcomeUnknown, PinLocked, PinRequired
 from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
 from shared.money.mint import MintRequest
 from shared.money.rails import AccountRails, InternalTransferReceipt, RailReceipt
@@ -54,6 +54,7 @@ from shared.money.refusals import (
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     InsufficientFunds,
+    MintOutcomeUnknown,
     OutcomeUnknown,
     PayeeInvalid,
     PayeeNotFound,
@@ -91,6 +92,9 @@ REFUSALS: dict[str, Refusals] = {
         PinRequired,
         InvalidPin,
         PinLocked,
+        # A commit of the PIN check's or of the mint's own, sent and its outcome not learnt.
+        PinAttemptOutcomeUnknown,
+        MintOutcomeUnknown,
     ),
     "transfer": (
         *_IDEMPOTENT,

@@ -4,7 +4,8 @@ Helpers take the session and never commit: a transaction that must hold a lock, 
 limit check and an audit write together is only as good as its one commit.
 
 A unit's connection comes from shared.db.faults.connected: a database failure the domain names
-reaches the unit's caller as its fault (shared/errors.py), without the driver's text.
+reaches the unit's caller as its fault (shared/errors.py), without the driver's text. A unit
+commits with `commit_unit`, which says which of those faults left the outcome unknown.
 """
 
 from __future__ import annotations
@@ -22,15 +23,37 @@ from shared.db.dialects import DialectName, for_dialect
 from shared.db.engine import default_lock_wait
 from shared.db.faults import connected
 from shared.db.mssql_bounds import lock_timeout_statement
-from shared.errors import DatabaseFault
+from shared.errors import (
+    CommitOutcomeUnknown,
+    DatabaseFault,
+    DatabaseUnavailable,
+    TransactionRolledBack,
+)
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 
 
 def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
-    """Yield a session whose work is discarded unless `session.commit()` is called: a reading
-    unit of work, or one whose writes need no right to write held from its start."""
+    """Yield a session whose work is discarded unless `commit_unit(session)` is called: a
+    reading unit of work, or one whose writes need no right to write held from its start."""
     return _unit_of_work(engine, sqlite_begin="DEFERRED", wait_seconds=None)
+
+
+def commit_unit(
+    session: Session, *, unknown: type[CommitOutcomeUnknown] = CommitOutcomeUnknown
+) -> None:
+    """Commit the unit's work. Its pending writes are flushed first, so a fault raised there,
+    before the COMMIT was sent, is raised as it is: nothing was committed. DatabaseUnavailable
+    raised by the COMMIT itself is raised as `unknown`: the connection failed with the COMMIT
+    sent or about to be, and the server may have committed (its reply lost) or not. A
+    TransactionRolledBack is the server's answer that it rolled back, so it passes as it is."""
+    session.flush()
+    try:
+        session.commit()
+    except TransactionRolledBack:
+        raise
+    except DatabaseUnavailable as lost:
+        raise unknown(lost.driver_error) from None
 
 
 @contextmanager

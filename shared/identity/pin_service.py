@@ -10,12 +10,18 @@ from sqlalchemy import Engine, select, update
 from shared.audit.appender import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
-from shared.db.uow import unit_of_work, writing_unit_of_work
+from shared.db.uow import commit_unit, unit_of_work, writing_unit_of_work
 from shared.db.writes import rows_matched
 from shared.errors import Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
 from shared.identity.pins import is_valid_pin
-from shared.identity.refusals import InvalidPassword, PinAlreadyEnrolled, PinRequired
+from shared.identity.refusals import (
+    InvalidPassword,
+    PinAlreadyEnrolled,
+    PinChangeOutcomeUnknown,
+    PinEnrolmentOutcomeUnknown,
+    PinRequired,
+)
 from shared.money.ports import PinCheck
 
 # The message a malformed PIN field is refused with (400 VALIDATION_FAILED).
@@ -62,7 +68,8 @@ class PinChanges:
 
     def change(self, user_id: str, *, current_pin: str | None, new_pin: str) -> uuid.UUID:
         """Change the caller's PIN behind the current one (ADR-0047: repeatable); return the
-        audit row's Id. Rungs: 422 PIN_REQUIRED · 429 PIN_LOCKED · 401 INVALID_PIN."""
+        audit row's Id. Rungs: 422 PIN_REQUIRED · 429 PIN_LOCKED · 401 INVALID_PIN; a commit
+        whose outcome is not known is 503 COMMIT_OUTCOME_UNKNOWN (the PIN check's, or this)."""
         if current_pin is None or not current_pin.strip():
             raise PinRequired
         # A malformed new PIN is refused before an attempt is spent on the current one.
@@ -104,6 +111,8 @@ class PinChanges:
                     AuditEventId=audit_id,
                 )
             )
-            session.flush()
-            session.commit()
+            commit_unit(
+                session,
+                unknown=PinEnrolmentOutcomeUnknown if enrolling else PinChangeOutcomeUnknown,
+            )
         return audit_id

@@ -14,12 +14,13 @@ from sqlalchemy.orm import Session
 from shared.clock import Clock
 from shared.db.schema import AspNetUser
 from shared.db.types import UtcDateTime
-from shared.db.uow import unit_of_work
+from shared.db.uow import commit_unit, unit_of_work
 from shared.db.writes import rows_matched
 from shared.errors import DomainError, Unauthenticated
 from shared.identity.passwords import verify_secret
 from shared.identity.refusals import (
     InvalidPin,
+    PinAttemptOutcomeUnknown,
     PinLocked,
     PinLockedOut,
     PinNotEnrolled,
@@ -53,14 +54,15 @@ def verify_pin(
     verifier: SecretVerifier = verify_secret,
 ) -> None:
     """Return when `pin` is the user's PIN; raise PinRequired, PinLocked or InvalidPin. Commits
-    the reservation and, on success, the reset; `verifier` is the hash check (tests count it)."""
+    the reservation and, on success, the reset (either's outcome lost: PinAttemptOutcomeUnknown);
+    `verifier` is the hash check (tests count it)."""
     if pin is None or not pin.strip():
         raise PinRequired
     now = clock.now()
     with unit_of_work(engine) as session:
         outcome = _reserve_attempt(session, pin_settings, user_id, now)
         # The reservation (or a lockout imposed) is committed even though the request may fail.
-        session.commit()
+        commit_unit(session, unknown=PinAttemptOutcomeUnknown)
     if isinstance(outcome, DomainError):
         raise outcome
     pin_hash, locks = outcome
@@ -74,7 +76,7 @@ def verify_pin(
             .where(AspNetUser.Id == user_id)
             .values(PinAccessFailedCount=0, PinLockoutEnd=None)
         )
-        session.commit()
+        commit_unit(session, unknown=PinAttemptOutcomeUnknown)
 
 
 class PinVerifier:

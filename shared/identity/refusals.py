@@ -3,7 +3,7 @@ are safe to show anyone; the OpenAPI document is derived from these classes (sha
 
 from __future__ import annotations
 
-from shared.errors import Conflict, Refusal, TooManyAttempts, Unauthenticated
+from shared.errors import CommitOutcomeUnknown, Conflict, Refusal, TooManyAttempts, Unauthenticated
 
 
 class PinRequired(Refusal):
@@ -42,3 +42,29 @@ class InvalidPassword(Unauthenticated):
 class PinAlreadyEnrolled(Conflict):
     error_code = "PIN_ALREADY_ENROLLED"
     title = "A PIN is already enrolled; change it instead."
+
+
+class PinAttemptOutcomeUnknown(CommitOutcomeUnknown):
+    """The PIN check's own commit (the attempt reserved, or the count reset after the right PIN)
+    lost its connection: the request went no further, and only the count is not known."""
+
+    title = (
+        "The database connection was lost while the PIN attempt was recorded, so whether it "
+        "counts toward the lockout is not known; the request went no further. Try again."
+    )
+
+
+class PinEnrolmentOutcomeUnknown(CommitOutcomeUnknown):
+    title = (
+        "The database connection was lost while the PIN was enrolled, so whether it was "
+        "enrolled is not known. Enrolling it again is safe: it answers that a PIN is already "
+        "enrolled if this one was."
+    )
+
+
+class PinChangeOutcomeUnknown(CommitOutcomeUnknown):
+    title = (
+        "The database connection was lost while the new PIN was saved, so whether the PIN "
+        "changed is not known. Try the new PIN: if it is accepted the change took effect, "
+        "otherwise the current PIN still holds."
+    )

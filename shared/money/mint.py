@@ -14,11 +14,12 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.schema import AuthorizationStatus, TransferAuthorization
-from shared.db.uow import unit_of_work, writing_unit_of_work
+from shared.db.uow import commit_unit, unit_of_work, writing_unit_of_work
 from shared.money.accounts import own_open_account
 from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.payees import resolve_payee
 from shared.money.ports import PinCheck
+from shared.money.refusals import MintOutcomeUnknown
 
 
 @dataclass(frozen=True)
@@ -77,5 +78,5 @@ class TransferMint:
                     ExpiresAt=grant.expires_at,
                 )
             )
-            session.commit()
+            commit_unit(session, unknown=MintOutcomeUnknown)
         return grant

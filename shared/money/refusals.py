@@ -7,7 +7,8 @@ extension members and become JSON numbers in api_funcs (ADR-0050 D7).
     NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
     Conflict        IDEMPOTENCY_IN_PROGRESS
     Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN (LOCK_TIMEOUT: shared.errors)
+    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN, COMMIT_OUTCOME_UNKNOWN (the mint's)
+                    (LOCK_TIMEOUT: shared.errors)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import ClassVar
 from shared.clock import utc_text as utc_text
 from shared.errors import (
     BadRequest,
+    CommitOutcomeUnknown,
     Conflict,
     Fault,
     Forbidden,
@@ -118,6 +120,17 @@ class OutcomeUnknown(Fault):
         "what happened."
     )
     retry_after = 5
+
+
+class MintOutcomeUnknown(CommitOutcomeUnknown):
+    """The mint's commit lost its connection: the authorization may exist, or not. A mint has
+    no key to ask, and needs none: a second authorization moves nothing by itself."""
+
+    title = (
+        "The database connection was lost while the transfer authorization was saved, so "
+        "whether it was issued is not known. Minting a new one is safe: an authorization "
+        "that is never used expires."
+    )
 
 
 class IdempotencyKeyReused(Refusal):

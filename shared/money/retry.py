@@ -1,8 +1,9 @@
 """The retry loop around one money transaction (docs/money.md): each attempt is a fresh unit of
 work; a lost race on an account's concurrency token, or a TransactionRolledBack, rolls the whole
 attempt back and runs it again, a bounded number of times. DatabaseUnavailable during COMMIT is
-not a race: whether the server committed is unknown, so it is raised as `CommitLost` for the
-caller, which can ask the key (shared/money/idempotency.py). Other faults (LockTimeout) pass."""
+not a race: whether the server committed is unknown (shared.db.uow.commit_unit), so it is raised
+as `CommitLost` for the caller, which can ask the key (shared/money/idempotency.py). Other faults
+(LockTimeout, DatabaseUnavailable before the COMMIT) pass."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from shared.errors import DatabaseUnavailable, TransactionRolledBack
+from shared.db.uow import commit_unit
+from shared.errors import CommitOutcomeUnknown, TransactionRolledBack
 from shared.money.refusals import ConcurrencyConflict
 
 T = TypeVar("T")
@@ -64,9 +66,9 @@ def run_money_transaction(
 
 
 def _commit(session: Session, result: object) -> None:
+    # A TransactionRolledBack passes: the server says it rolled back, so nothing is unknown and
+    # the race is run again.
     try:
-        session.commit()
-    except TransactionRolledBack:
-        raise  # the server says it rolled back: nothing is unknown, the race is run again
-    except DatabaseUnavailable:
+        commit_unit(session)
+    except CommitOutcomeUnknown:
         raise CommitLost(result) from None

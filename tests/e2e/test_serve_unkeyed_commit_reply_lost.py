@@ -84,7 +84,7 @@ def _assert_outcome_unknown(response: httpx.Response) -> str:
     return title
 
 
-def test_a_pin_change_whose_commit_reply_is_lost_says_the_outcome_is_not_known_and_the_new_pin_works(
+def test_a_pin_change_whose_commit_reply_is_lost_says_the_outcome_is_unknown_and_the_new_pin_works(
     fresh_postgres_url: str, proxy: FaultProxy, tmp_path: Path
 ) -> None:
     url = fresh_postgres_url

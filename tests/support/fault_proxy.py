@@ -20,8 +20,8 @@ applies to the connections open at the switch and to every new one:
                        the server, wait for the server's reply, drop it, and cut both sides: the
                        transaction committed and the app never heard. `once=True` returns the
                        proxy to PASS after the first cut; `after=b"..."` cuts only the COMMIT of a
-                       transaction that sent those bytes (`b'INSERT INTO "TransferAuthorizations"'`),
-                       so the request's earlier commits pass.
+                       transaction that sent those bytes (`b'INSERT INTO "SubscriberNotices"'`), so
+                       the request's earlier commits pass.
     HALF_OPEN_AT_COMMIT  relay both ways; when the app sends a message holding a COMMIT, withhold
                        it, cut the app's side (RST) and keep the server's side open: the
                        transaction stays open on the server, holding every lock it took, with
