@@ -82,7 +82,7 @@ class AccountRails:
             session.flush()
             return success.answer()
 
-        return run_keyed(self._unit, claim, self._clock, moved)
+        return run_keyed(self._unit, claim, self.clock, moved)
 
     def internal_transfer(
         self,
