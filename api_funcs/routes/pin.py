@@ -9,7 +9,7 @@ from fastapi import APIRouter, status
 
 from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
-from api_funcs.problem_docs import error_code_responses
+from api_funcs.problem_docs import Refusals, error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.pin import PinChange, PinEnrolment, PinOutcome
 from shared.audit.chain import AuditChainUnavailable
@@ -34,17 +34,21 @@ router = APIRouter(
 )
 
 
-def _responses(*rungs: type[DomainError]) -> Any:
-    # Besides its own rungs, every PIN write answers for the caller's token, a malformed PIN and
-    # the audit chain it writes to.
-    return error_code_responses((Unauthenticated, *rungs, ValidationFailed, AuditChainUnavailable))
+def _responses(*rungs: type[DomainError], unknown: Refusals) -> Any:
+    # Besides its own rungs, every PIN write answers for the caller's token, a malformed PIN, the
+    # audit chain it writes to and, last, a commit of its own whose outcome is `unknown`.
+    return error_code_responses(
+        (Unauthenticated, *rungs, ValidationFailed, AuditChainUnavailable, *unknown)
+    )
 
 
 @router.post(
     "/api/pin",
     summary="Enrol a PIN (behind the password)",
     status_code=status.HTTP_201_CREATED,
-    responses=_responses(InvalidPassword, PinAlreadyEnrolled, PinEnrolmentOutcomeUnknown),
+    responses=_responses(
+        InvalidPassword, PinAlreadyEnrolled, unknown=(PinEnrolmentOutcomeUnknown,)
+    ),
 )
 def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) -> PinOutcome:
     services.pin_changes.enrol(user_id, password=body.password, pin=body.pin)
@@ -55,7 +59,11 @@ def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) 
     "/api/pin",
     summary="Change the PIN (behind the current PIN)",
     responses=_responses(
-        InvalidPin, PinRequired, PinLocked, PinAttemptOutcomeUnknown, PinChangeOutcomeUnknown
+        InvalidPin,
+        PinRequired,
+        PinLocked,
+        # The PIN check's commit, then the change's: the same code, each its own title.
+        unknown=(PinAttemptOutcomeUnknown, PinChangeOutcomeUnknown),
     ),
 )
 def pin_change(body: PinChange, user_id: CurrentUser, services: HostServices) -> PinOutcome:

@@ -40,6 +40,7 @@ DECLARED: dict[str, dict[int, set[str]]] = {
         401: {"INVALID_PIN", "UNAUTHENTICATED"},
         429: {"PIN_LOCKED"},
         400: {"VALIDATION_FAILED"},
+        503: {"COMMIT_OUTCOME_UNKNOWN"},
     },
     "transfer": {
         401: {
@@ -123,6 +124,19 @@ def test_every_money_operation_declares_each_status_and_error_code_it_can_answer
             schema = declared["content"]["application/problem+json"]["schema"]
             enum = {s["properties"]["errorCode"]["enum"][0] for s in schema["oneOf"]}
             assert enum == set(declared["x-error-codes"]), (name, status)
+
+
+def test_commit_outcome_unknown_is_declared_on_exactly_the_writes_with_no_idempotency_key() -> None:
+    """A keyed money operation asks its key after a lost COMMIT (OUTCOME_UNKNOWN at worst); the
+    writes with no key to ask answer COMMIT_OUTCOME_UNKNOWN, with Retry-After."""
+    operations = _operations(_document())
+    answering = {
+        name: op["responses"]["503"]
+        for name, op in operations.items()
+        if "COMMIT_OUTCOME_UNKNOWN" in op["responses"].get("503", {}).get("x-error-codes", [])
+    }
+    assert sorted(answering) == ["mint", "pin_change", "pin_enrol"]
+    assert all("Retry-After" in declared["headers"] for declared in answering.values())
 
 
 @pytest.mark.adr("0050", "D7")

@@ -59,7 +59,12 @@ def openapi() -> dict[str, Any]:
                 "401": ["UNAUTHENTICATED", "INVALID_PASSWORD"],
                 "409": ["PIN_ALREADY_ENROLLED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE", "LOCK_TIMEOUT", "DATABASE_UNAVAILABLE"],
+                "503": [
+                    "AUDIT_CHAIN_UNAVAILABLE",
+                    "COMMIT_OUTCOME_UNKNOWN",
+                    "LOCK_TIMEOUT",
+                    "DATABASE_UNAVAILABLE",
+                ],
             },
         ),
         (
@@ -71,7 +76,12 @@ def openapi() -> dict[str, Any]:
                 "422": ["PIN_REQUIRED"],
                 "429": ["PIN_LOCKED"],
                 "400": ["VALIDATION_FAILED"],
-                "503": ["AUDIT_CHAIN_UNAVAILABLE", "LOCK_TIMEOUT", "DATABASE_UNAVAILABLE"],
+                "503": [
+                    "AUDIT_CHAIN_UNAVAILABLE",
+                    "COMMIT_OUTCOME_UNKNOWN",
+                    "LOCK_TIMEOUT",
+                    "DATABASE_UNAVAILABLE",
+                ],
             },
         ),
     ],
