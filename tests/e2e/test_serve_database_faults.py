@@ -187,7 +187,11 @@ def _tail_held_by_a_dead_session(faulty: Faulty) -> None:
         headers={"Authorization": f"Bearer {token}"},
         timeout=CLIENT_TIMEOUT,
     )
-    _assert_unavailable(cut)  # nothing committed: the COMMIT never reached the server
+    # The COMMIT never reached the server, but the app cannot tell that from a lost reply: it
+    # says the outcome is not known, never "nothing changed".
+    assert cut.status_code == 503, cut.text
+    assert cut.json()["errorCode"] == "COMMIT_OUTCOME_UNKNOWN", cut.text
+    assert int(cut.headers["Retry-After"]) >= 1
     assert faulty.proxy.count("commit_cut") == 1
     db = make_url(faulty.db_url)
     with psycopg.connect(
