@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.settings import NoticeRunner, SettingsError, load_settings
+from shared.settings import NoticeRunner, SettingsError, load_settings, setting_keys
 
 # (environment, the operator's key the message must name)
 BAD_SETTINGS: list[tuple[dict[str, str], str]] = [
@@ -201,3 +201,37 @@ def test_the_default_schedule_passes_the_check_the_host_skips_for_it() -> None:
 
     assert _schedule_problems(DEFAULT_SCHEDULE) == []
     assert load_settings({}).Notices.Schedule == DEFAULT_SCHEDULE
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted(setting_keys())),
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=40),
+        max_size=6,
+    )
+)
+def test_any_text_in_any_key_is_read_or_refused_naming_its_keys_never_another_error(
+    environ: dict[str, str],
+) -> None:
+    # The settings' own parsing (shared/settings.py's Rules) meets every text an app setting can
+    # hold: a value, or SettingsError whose every problem names a key and its fix.
+    try:
+        load_settings(environ)
+    except SettingsError as refused:
+        for problem in refused.problems:
+            key = problem.split(":", 1)[0]
+            assert key in setting_keys() or key == "NoticesStorage", problem
+            assert "Fix:" in problem
+
+
+@given(st.integers(min_value=-(10**30), max_value=10**30), st.sampled_from(["", " ", "+"]))
+def test_a_whole_number_setting_reads_what_int_reads_within_its_bounds(
+    number: int, prefix: str
+) -> None:
+    text = f"{prefix}{number}" if number >= 0 or prefix != "+" else str(number)
+    try:
+        value = load_settings({"Notices__LeaseSeconds": text}).Notices.LeaseSeconds
+    except SettingsError:
+        assert not 2 <= number <= 86400
+    else:
+        assert value == number and 2 <= number <= 86400
