@@ -163,10 +163,12 @@ def driver_fault(error: DBAPIError, dialect: str) -> type[DatabaseFault] | None:
 
 def translate_driver_errors(engine: Engine) -> None:
     """Raise each driver error of a kind the domain names that `engine` meets as its fault."""
-    event.listen(engine, "handle_error", _translate)
+    event.listen(engine, "handle_error", translate_driver_error)
 
 
-def _translate(context: ExceptionContext) -> None:
+def translate_driver_error(context: ExceptionContext) -> None:
+    """The engine's `handle_error` hook. Raising ends SQLAlchemy's chain of hooks, so a listener
+    that must see the driver's error (a test counting deadlocks) is registered before it."""
     error = context.sqlalchemy_exception
     # A pre-ping's error stays SQLAlchemy's: the pool reads it to replace a dead connection.
     if context.is_pre_ping or not isinstance(error, DBAPIError):

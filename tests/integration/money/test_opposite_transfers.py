@@ -45,6 +45,7 @@ from shared.audit.chain import (
 from shared.audit.ids import uuid7
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
+from shared.db.faults import translate_driver_error
 from shared.db.schema import Account, AuditEvent
 from shared.db.uow import unit_of_work
 from shared.identity.pins import verify_pin
@@ -136,12 +137,15 @@ def _deadlocks(engine: Engine) -> list[str]:
     attempt again, so the callers would never see it)."""
     seen: list[str] = []
 
-    @event.listens_for(engine, "handle_error")
     def _count(context: ExceptionContext) -> None:
         error = context.original_exception
         if getattr(error, "sqlstate", None) == "40P01" or "(1205)" in str(error):
             seen.append(str(error).splitlines()[0])
 
+    # Ahead of the engine's own hook, which raises the domain's error and so ends the chain.
+    event.remove(engine, "handle_error", translate_driver_error)
+    event.listen(engine, "handle_error", _count)
+    event.listen(engine, "handle_error", translate_driver_error)
     return seen
 
 
