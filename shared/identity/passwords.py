@@ -18,6 +18,10 @@ _PRFS = {0: "sha1", 1: "sha256", 2: "sha512"}
 # .NET 7+ PasswordHasher defaults: HMACSHA512, 100,000 iterations, 128-bit salt, 256-bit subkey.
 DEFAULT_PRF = 2
 DEFAULT_ITERATIONS = 100_000
+# The most work a stored hash may ask for: 100 times the default, above any work factor a hasher
+# is configured with, and ~10 s of PBKDF2; beyond it (PBKDF2 refuses 2**31 and up) the header is
+# malformed, not a reason to spend a request's minutes.
+MAX_ITERATIONS = 10_000_000
 _SALT_BYTES = 16
 _SUBKEY_BYTES = 32
 
@@ -44,7 +48,9 @@ def verify_secret(hashed: str | None, secret: str) -> bool:
         marker, prf, iterations, salt_len = struct.unpack(">BIII", raw[:13])
     except (ValueError, struct.error):
         return False
-    if marker != _FORMAT_V3 or prf not in _PRFS or salt_len < 16 or iterations < 1:
+    if marker != _FORMAT_V3 or prf not in _PRFS or salt_len < 16:
+        return False
+    if not 1 <= iterations <= MAX_ITERATIONS:
         return False
     salt = raw[13 : 13 + salt_len]
     expected = raw[13 + salt_len :]

@@ -83,3 +83,18 @@ def test_a_pin_hash_is_a_salted_v3_hash_that_never_contains_the_pin() -> None:
     assert first.startswith("AQAAAAI")  # V3 marker, PRF 2 (HMACSHA512)
     assert "482193" not in first
     assert verify_secret(first, "482193") and not verify_secret(first, "482194")
+
+
+@pytest.mark.parametrize("iterations", [2**31, 2**32 - 1, 10_000_001])
+def test_a_stored_hash_asking_for_more_work_than_any_hasher_sets_is_a_mismatch(
+    iterations: int,
+) -> None:
+    # A V3 header is read from the database: a count PBKDF2 cannot take (2**31 and up raise
+    # OverflowError) or would take minutes over is a malformed hash, answered as a mismatch
+    # rather than a 500 or a request that never ends.
+    import base64
+    import struct
+
+    header = struct.pack(">BIII", 1, 2, iterations, 16)
+    stored = base64.b64encode(header + bytes(16) + bytes(32)).decode()
+    assert verify_secret(stored, PLAINTEXT) is False
