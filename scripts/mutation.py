@@ -84,6 +84,8 @@ _SQLITE_LOCK = (
     "any UPDATE takes SQLite's writer lock, matching rows or not, and the tail table has one row"
 )
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
+_FETCH_LOGS_THE_TYPE = "a failed JWKS fetch logs the exception's type only, never its message"
+_PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and False disable alike"
 EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
@@ -103,6 +105,21 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+    "shared.identity.jwks.x__signing_keys__mutmut_3": (
+        "PyJWKClient.fetch_data refuses a payload that is not a JSON object before it is read"
+    ),
+    "shared.identity.jwks.x__signing_keys__mutmut_8": _FETCH_LOGS_THE_TYPE,
+    "shared.identity.jwks.x__signing_keys__mutmut_9": _FETCH_LOGS_THE_TYPE,
+    "shared.identity.jwks.x__signing_keys__mutmut_10": _FETCH_LOGS_THE_TYPE,
+    "shared.identity.jwks.x__signing_keys__mutmut_11": _FETCH_LOGS_THE_TYPE,
+    "shared.identity.jwks.xǁJwksKeysǁ__init____mutmut_4": _PYJWK_CLIENT_TRUTH,
+    "shared.identity.jwks.xǁJwksKeysǁ__init____mutmut_5": _PYJWK_CLIENT_TRUTH,
+    "shared.identity.jwks.xǁJwksKeysǁ__init____mutmut_9": (
+        "PyJWKClient's cache_keys is False unless given"
+    ),
+    "shared.identity.jwks.xǁJwksKeysǁ__init____mutmut_12": (
+        "the key cache wraps PyJWKClient.get_signing_key, which JwksKeys never calls (fetch_data)"
+    ),
 }
 # Mutants of code that runs only on SQL Server: killed by the opt-in SQL Server ring
 # (AZUREBANK_TEST_SQLSERVER), which this machine cannot run; counted as not killed here.

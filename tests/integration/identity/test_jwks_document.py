@@ -1,8 +1,8 @@
 """What this host takes from the identity provider's JWKS document, served by a real local
 endpoint: every usable signing key whatever else the document holds (entries that are not keys,
-encryption keys, key types it cannot verify with), a key without `use` as a signing key, and
-nothing from a document that is not a JWKS document or an endpoint that never answers — each
-failure a warning naming its type, the keys already held kept."""
+encryption keys, key types it cannot verify with, a `kid` that is not text), a key without `use`
+as a signing key, and nothing from a document that is not a JWKS document or an endpoint that
+never answers — each failure a warning naming its type, the keys already held kept."""
 
 from __future__ import annotations
 
@@ -81,6 +81,21 @@ def test_every_signing_key_is_taken_whatever_precedes_it_and_nothing_else(
     verifier = _verifier(server.url, clock)
     assert _accepted(verifier, _token(clock, keys["signing"], "sig-1"))
     assert not _accepted(verifier, _token(clock, keys["encryption"], "enc-1"))
+
+
+def test_a_key_whose_kid_is_not_a_string_is_skipped_and_the_others_are_taken(
+    server: JwksServer, keys: dict[str, rsa.RSAPrivateKey]
+) -> None:
+    server.document = {
+        "keys": [
+            {**_jwk(keys["encryption"], "enc-1"), "kid": ["enc-1"]},
+            _jwk(keys["signing"], "sig-1"),
+        ]
+    }
+    clock = FakeClock()
+    verifier = _verifier(server.url, clock)
+    assert _accepted(verifier, _token(clock, keys["signing"], "sig-1"))
+    assert not _accepted(verifier, _token(clock, keys["encryption"], "['enc-1']"))
 
 
 def test_a_key_without_use_is_a_signing_key(
