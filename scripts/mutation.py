@@ -86,6 +86,10 @@ _SQLITE_LOCK = (
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
 _FETCH_LOGS_THE_TYPE = "a failed JWKS fetch logs the exception's type only, never its message"
 _PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and False disable alike"
+_NO_SESSION_SYNC = (
+    "SQLAlchemy takes no synchronisation step for None, as for False (and the session holds no"
+    " AspNetUser object to synchronise)"
+)
 EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
@@ -105,6 +109,15 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+    "shared.identity.pins.x__count_attempt__mutmut_6": (
+        "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
+    ),
+    "shared.identity.pins.x__reserve_attempt__mutmut_34": (
+        "a lockout ending at `now` has lapsed, so the reservation counted the attempt and returned"
+        " before this comparison (its UPDATE's `PinLockoutEnd <= now` is the complement)"
+    ),
+    "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
+    "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
     "shared.identity.jwks.x__signing_keys__mutmut_3": (
         "PyJWKClient.fetch_data refuses a payload that is not a JSON object before it is read"
     ),
