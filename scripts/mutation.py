@@ -109,9 +109,13 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+    "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_27": _NO_SESSION_SYNC,
     "shared.identity.pins.x__count_attempt__mutmut_6": (
         "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
     ),
+    "shared.identity.pins.x__count_attempt__mutmut_21": _NO_SESSION_SYNC,
+    "shared.identity.pins.x__count_attempt__mutmut_44": "a CASE without ELSE is NULL, as ELSE NULL",
+    "shared.identity.pins.x__count_attempt__mutmut_46": "a CASE without ELSE is NULL, as ELSE NULL",
     "shared.identity.pins.x__reserve_attempt__mutmut_34": (
         "a lockout ending at `now` has lapsed, so the reservation counted the attempt and returned"
         " before this comparison (its UPDATE's `PinLockoutEnd <= now` is the complement)"
