@@ -86,6 +86,7 @@ _SQLITE_LOCK = (
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
 _FETCH_LOGS_THE_TYPE = "a failed JWKS fetch logs the exception's type only, never its message"
 _PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and False disable alike"
+_NOTICE_ID_DEFAULT = "SubscriberNotices.Id defaults to a fresh uuid4 when none is given"
 _NO_SESSION_SYNC = (
     "SQLAlchemy takes no synchronisation step for None, as for False (and the session holds no"
     " AspNetUser object to synchronise)"
@@ -110,6 +111,8 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_27": _NO_SESSION_SYNC,
+    "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_44": _NOTICE_ID_DEFAULT,
+    "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_49": _NOTICE_ID_DEFAULT,
     "shared.identity.pins.x__count_attempt__mutmut_6": (
         "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
     ),

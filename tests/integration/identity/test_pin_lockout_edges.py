@@ -1,8 +1,9 @@
 """The PIN check at the edges of its lockout, on SQLite and PostgreSQL: the Retry-After of a
-lockout about to end, the one refusal that starts a lockout (operators count it), a lockout
-another writer recorded below the limit, the limit lowered under a user already past it (and no
-one else locked with them, and a lockout another writer records meanwhile kept), and a PIN change
-that clears an attempt that landed during it."""
+lockout about to end, the one refusal that starts a lockout (operators count it), the right PIN on
+the attempt that reaches the limit (it unlocks again at once), a lockout another writer recorded
+below the limit, the limit lowered under a user already past it (and no one else locked with
+them, and a lockout another writer records meanwhile kept), and a PIN change that clears an
+attempt that landed during it."""
 
 from __future__ import annotations
 
@@ -61,6 +62,16 @@ def test_only_the_wrong_pin_that_reaches_the_limit_is_the_lockout(db_url: str) -
     with pytest.raises(PinLockedOut):
         _check(db_url, clock, user_id, WRONG)
     assert _state(db_url, user_id) == (SETTINGS.MaxFailedAttempts, clock.now() + LOCKOUT)
+
+
+def test_the_right_pin_on_the_attempt_that_reaches_the_limit_unlocks_at_once(db_url: str) -> None:
+    clock, user_id = FakeClock(), _user(db_url)
+    for _ in range(SETTINGS.MaxFailedAttempts - 1):
+        with pytest.raises(InvalidPin):
+            _check(db_url, clock, user_id, WRONG)
+    _check(db_url, clock, user_id, PIN)
+    assert _state(db_url, user_id) == (0, None)
+    _check(db_url, clock, user_id, PIN)
 
 
 @pytest.mark.parametrize(
