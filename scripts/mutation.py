@@ -113,6 +113,7 @@ EQUIVALENT: dict[str, str] = {
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_27": _NO_SESSION_SYNC,
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_44": _NOTICE_ID_DEFAULT,
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_49": _NOTICE_ID_DEFAULT,
+    "shared.identity.passwords.x_verify_secret__mutmut_53": "'UTF-8' and 'utf-8' name one codec",
     "shared.identity.pins.x__count_attempt__mutmut_6": (
         "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
     ),

@@ -114,9 +114,9 @@ def test_a_time_claim_that_is_not_a_whole_number_in_range_is_refused(case: str) 
         verifier.verify(token)
 
 
-@pytest.mark.parametrize(
-    "case", ["lone-high-surrogate", "real-id-then-lone-low-surrogate", "nul", "empty"]
-)
+# Every case, SQL Server's among them: a trailing space it ignores when it compares ("id " finds
+# the user "id"), which SQLite and PostgreSQL would only fail to find.
+@pytest.mark.parametrize("case", sorted(_sub_cases("")))
 def test_a_sub_no_database_can_compare_is_refused_by_the_verifier(case: str) -> None:
     clock = FakeClock()
     verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
