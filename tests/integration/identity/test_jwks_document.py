@@ -2,7 +2,8 @@
 endpoint: every usable signing key whatever else the document holds (entries that are not keys,
 encryption keys, key types it cannot verify with, a `kid` that is not text), a key without `use`
 as a signing key, and nothing from a document that is not a JWKS document or an endpoint that
-never answers — each failure a warning naming its type, the keys already held kept."""
+never answers — each failure a warning naming its type, the keys already held kept; and a
+verifier is built with a key set exactly when Auth__JwksUrl is set."""
 
 from __future__ import annotations
 
@@ -151,3 +152,16 @@ def test_an_endpoint_that_never_answers_costs_one_timeout_then_the_token_is_refu
         "JWKS fetch failed (PyJWKClientConnectionError); keeping 0 known keys;"
         " next try in 60 s at the earliest"
     ]
+
+
+@pytest.mark.parametrize("jwks_url", [True, False], ids=["url-no-key-set", "key-set-no-url"])
+def test_a_verifier_takes_a_key_set_exactly_when_auth_jwks_url_is_set_and_says_so(
+    server: JwksServer, jwks_url: bool
+) -> None:
+    clock = FakeClock()
+    environ = host_environ("sqlite://", Auth__JwksUrl=server.url, Auth__Issuer=ISSUER)
+    del environ["Auth__SigningKey" if jwks_url else "Auth__JwksUrl"]
+    jwks = None if jwks_url else JwksKeys(server.url, clock)
+    with pytest.raises(ValueError) as refused:
+        TokenVerifier(load_settings(environ), clock, jwks=jwks)
+    assert str(refused.value) == "a key set is handed in exactly when Auth__JwksUrl is set"
