@@ -126,6 +126,9 @@ EQUIVALENT: dict[str, str] = {
     ),
     "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
+    "shared.identity.tokens.xǁTokenVerifierǁ__init____mutmut_19": (
+        "Settings refuse Auth__SigningKey where Auth__JwksUrl is set, so it is None there anyway"
+    ),
     "shared.identity.jwks.x__signing_keys__mutmut_3": (
         "PyJWKClient.fetch_data refuses a payload that is not a JSON object before it is read"
     ),
