@@ -140,6 +140,12 @@ def test_whole_numbers_near_now_are_accepted_as_time_claims() -> None:
         assert verifier.verify(_sign(_claims(clock, "some-user", **overrides))) == "some-user"
 
 
+def test_the_epoch_is_an_instant_a_token_may_name_as_nbf_and_iat() -> None:
+    clock = FakeClock()
+    verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
+    assert verifier.verify(_sign(_claims(clock, "some-user", nbf=0, iat=0))) == "some-user"
+
+
 def _outcomes(client: Any, tokens: dict[str, str]) -> dict[str, tuple[int, str | None]]:
     outcomes = {}
     for name, token in tokens.items():
