@@ -140,10 +140,12 @@ def test_whole_numbers_near_now_are_accepted_as_time_claims() -> None:
         assert verifier.verify(_sign(_claims(clock, "some-user", **overrides))) == "some-user"
 
 
-def test_the_epoch_is_an_instant_a_token_may_name_as_nbf_and_iat() -> None:
+def test_the_epoch_and_the_last_second_of_9999_are_instants_a_token_may_name() -> None:
     clock = FakeClock()
     verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
-    assert verifier.verify(_sign(_claims(clock, "some-user", nbf=0, iat=0))) == "some-user"
+    # 253,402,300,799: 9999-12-31T23:59:59Z, the last second a datetime holds.
+    claims = _claims(clock, "some-user", nbf=0, iat=0, exp=253_402_300_799)
+    assert verifier.verify(_sign(claims)) == "some-user"
 
 
 def _outcomes(client: Any, tokens: dict[str, str]) -> dict[str, tuple[int, str | None]]:
