@@ -126,6 +126,10 @@ EQUIVALENT: dict[str, str] = {
     ),
     "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
+    "shared.identity.tokens.xǁTokenVerifierǁverify__mutmut_1": (
+        "an empty token fails to decode, and a host with no key refuses in _decode: InvalidToken"
+        " either way"
+    ),
     "shared.identity.tokens.xǁTokenVerifierǁ__init____mutmut_19": (
         "Settings refuse Auth__SigningKey where Auth__JwksUrl is set, so it is None there anyway"
     ),
