@@ -210,6 +210,25 @@ def test_a_jwks_host_without_issuer_and_audience_refuses_every_token(
     assert server.hits == 0
 
 
+def test_a_token_naming_no_usable_kid_is_refused_without_asking_for_the_key_set(
+    server: JwksServer, rsa_key: rsa.RSAPrivateKey
+) -> None:
+    clock = FakeClock()
+    verifier = _verifier(server.url, clock)
+    now = int(clock.now().timestamp())
+    full = {"sub": "some-user", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 3600}
+    tokens = {
+        "no-kid": jwt.encode(full, rsa_key, algorithm="RS256"),
+        "empty-kid": _token(clock, rsa_key, ""),
+        "kid-a-number": _with_header({"alg": "RS256", "kid": 7}, full, rsa_key),
+        "kid-a-list": _with_header({"alg": "RS256", "kid": ["key-1"]}, full, rsa_key),
+    }
+    assert {name: _refused(verifier, t) for name, t in tokens.items()} == dict.fromkeys(
+        tokens, True
+    )
+    assert server.hits == 0
+
+
 @pytest.mark.parametrize(
     ("unset", "claims"),
     [
