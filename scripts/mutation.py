@@ -87,6 +87,10 @@ _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 
 _FETCH_LOGS_THE_TYPE = "a failed JWKS fetch logs the exception's type only, never its message"
 _PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and False disable alike"
 _NOTICE_ID_DEFAULT = "SubscriberNotices.Id defaults to a fresh uuid4 when none is given"
+_REQUIRE_REDUNDANT = (
+    "PyJWT refuses a token without iss or aud whenever an issuer and an audience are given (always,"
+    " here), and _check_times and claims.user_id refuse one without exp or sub"
+)
 _NO_SESSION_SYNC = (
     "SQLAlchemy takes no synchronisation step for None, as for False (and the session holds no"
     " AspNetUser object to synchronise)"
@@ -126,6 +130,8 @@ EQUIVALENT: dict[str, str] = {
     ),
     "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
+    "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_32": _REQUIRE_REDUNDANT,
+    "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_33": _REQUIRE_REDUNDANT,
     "shared.identity.tokens.xǁTokenVerifierǁverify__mutmut_1": (
         "an empty token fails to decode, and a host with no key refuses in _decode: InvalidToken"
         " either way"

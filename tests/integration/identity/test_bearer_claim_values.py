@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import jwt
@@ -138,6 +139,19 @@ def test_whole_numbers_near_now_are_accepted_as_time_claims() -> None:
         {"exp": now - LEEWAY + 1},
     ):
         assert verifier.verify(_sign(_claims(clock, "some-user", **overrides))) == "some-user"
+
+
+@pytest.mark.parametrize(
+    "start",
+    [datetime(2001, 1, 1, tzinfo=UTC), datetime(2101, 1, 1, tzinfo=UTC)],
+    ids=["behind-the-wall-clock", "ahead-of-the-wall-clock"],
+)
+def test_a_tokens_times_are_judged_by_the_injected_clock_not_the_wall_clock(
+    start: datetime,
+) -> None:
+    clock = FakeClock(start)
+    verifier = bootstrap(host_settings("sqlite://"), clock=clock).tokens
+    assert verifier.verify(_sign(_claims(clock, "some-user"))) == "some-user"
 
 
 def test_the_epoch_and_the_last_second_of_9999_are_instants_a_token_may_name() -> None:
