@@ -129,6 +129,8 @@ EQUIVALENT: dict[str, str] = {
         " before this comparison (its UPDATE's `PinLockoutEnd <= now` is the complement)"
     ),
     "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
+    "shared.identity.users.x_add_user__mutmut_20": "Accounts.Id defaults to a fresh uuid4",
+    "shared.identity.users.x_add_user__mutmut_24": "Accounts.Currency defaults to 'EUR'",
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_32": _REQUIRE_REDUNDANT,
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_33": _REQUIRE_REDUNDANT,
