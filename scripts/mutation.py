@@ -86,7 +86,9 @@ _SQLITE_LOCK = (
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
 _FETCH_LOGS_THE_TYPE = "a failed JWKS fetch logs the exception's type only, never its message"
 _PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and False disable alike"
+# The ORM leaves a None (or an omitted value) out of the INSERT, so the column's default applies.
 _NOTICE_ID_DEFAULT = "SubscriberNotices.Id defaults to a fresh uuid4 when none is given"
+_ACCOUNT_DEFAULT = "the column's default is the value given (Id uuid4, EUR, not deleted, Version 1)"
 _REQUIRE_REDUNDANT = (
     "PyJWT refuses a token without iss or aud whenever an issuer and an audience are given (always,"
     " here), and _check_times and claims.user_id refuse one without exp or sub"
@@ -129,8 +131,11 @@ EQUIVALENT: dict[str, str] = {
         " before this comparison (its UPDATE's `PinLockoutEnd <= now` is the complement)"
     ),
     "shared.identity.pins.x__reserve_attempt__mutmut_40": _NO_SESSION_SYNC,
-    "shared.identity.users.x_add_user__mutmut_20": "Accounts.Id defaults to a fresh uuid4",
-    "shared.identity.users.x_add_user__mutmut_24": "Accounts.Currency defaults to 'EUR'",
+    "shared.identity.users.x_add_user__mutmut_20": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_24": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_25": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_27": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_28": _ACCOUNT_DEFAULT,
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_32": _REQUIRE_REDUNDANT,
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_33": _REQUIRE_REDUNDANT,
