@@ -89,6 +89,7 @@ _PYJWK_CLIENT_TRUTH = "PyJWKClient tests its cache flags for truth: None and Fal
 # The ORM leaves a None (or an omitted value) out of the INSERT, so the column's default applies.
 _NOTICE_ID_DEFAULT = "SubscriberNotices.Id defaults to a fresh uuid4 when none is given"
 _ACCOUNT_DEFAULT = "the column's default is the value given (Id uuid4, EUR, not deleted, Version 1)"
+_USER_DEFAULT = "the column's default is the value given (False, False, True, 0 and 0 failures)"
 _REQUIRE_REDUNDANT = (
     "PyJWT refuses a token without iss or aud whenever an issuer and an audience are given (always,"
     " here), and _check_times and claims.user_id refuse one without exp or sub"
@@ -136,6 +137,19 @@ EQUIVALENT: dict[str, str] = {
     "shared.identity.users.x_add_user__mutmut_25": _ACCOUNT_DEFAULT,
     "shared.identity.users.x_add_user__mutmut_27": _ACCOUNT_DEFAULT,
     "shared.identity.users.x_add_user__mutmut_28": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_32": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_33": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x_add_user__mutmut_35": _ACCOUNT_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_10": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_11": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_12": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_13": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_15": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_25": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_26": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_27": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_28": _USER_DEFAULT,
+    "shared.identity.users.x__identity_row__mutmut_30": _USER_DEFAULT,
     "shared.identity.tokens.x_issue_token__mutmut_37": "PyJWT signs with HS256 under a text key",
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_32": _REQUIRE_REDUNDANT,
     "shared.identity.tokens.xǁTokenVerifierǁ_decode__mutmut_33": _REQUIRE_REDUNDANT,
