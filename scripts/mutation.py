@@ -124,6 +124,12 @@ EQUIVALENT: dict[str, str] = {
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_27": _NO_SESSION_SYNC,
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_44": _NOTICE_ID_DEFAULT,
     "shared.identity.pin_service.xǁPinChangesǁ_write__mutmut_49": _NOTICE_ID_DEFAULT,
+    "shared.identity.passwords.x_hash_secret__mutmut_19": "'UTF-8' and 'utf-8' name one codec",
+    "shared.identity.passwords.x_hash_secret__mutmut_32": (
+        "'>biii' and '>BIII' pack every value written alike (format 1, PRF 2, a 16-byte salt, an"
+        " iteration count below 2**31)"
+    ),
+    "shared.identity.passwords.x_hash_secret__mutmut_38": "'ASCII' and 'ascii' name one codec",
     "shared.identity.passwords.x_verify_secret__mutmut_53": "'UTF-8' and 'utf-8' name one codec",
     "shared.identity.pins.x__count_attempt__mutmut_6": (
         "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
