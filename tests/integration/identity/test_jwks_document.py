@@ -1,8 +1,9 @@
 """What this host takes from the identity provider's JWKS document, served by a real local
 endpoint: every usable signing key whatever else the document holds (entries that are not keys,
-encryption keys, key types it cannot verify with), a key without `use` as a signing key, and
-nothing from a document that is not a JWKS document or an endpoint that never answers — each
-failure a warning naming its type, the keys already held kept."""
+encryption keys, key types it cannot verify with, a `kid` that is not text), a key without `use`
+as a signing key, and nothing from a document that is not a JWKS document or an endpoint that
+never answers — each failure a warning naming its type, the keys already held kept; and a
+verifier is built with a key set exactly when Auth__JwksUrl is set."""
 
 from __future__ import annotations
 
@@ -83,6 +84,21 @@ def test_every_signing_key_is_taken_whatever_precedes_it_and_nothing_else(
     assert not _accepted(verifier, _token(clock, keys["encryption"], "enc-1"))
 
 
+def test_a_key_whose_kid_is_not_a_string_is_skipped_and_the_others_are_taken(
+    server: JwksServer, keys: dict[str, rsa.RSAPrivateKey]
+) -> None:
+    server.document = {
+        "keys": [
+            {**_jwk(keys["encryption"], "enc-1"), "kid": ["enc-1"]},
+            _jwk(keys["signing"], "sig-1"),
+        ]
+    }
+    clock = FakeClock()
+    verifier = _verifier(server.url, clock)
+    assert _accepted(verifier, _token(clock, keys["signing"], "sig-1"))
+    assert not _accepted(verifier, _token(clock, keys["encryption"], "['enc-1']"))
+
+
 def test_a_key_without_use_is_a_signing_key(
     server: JwksServer, keys: dict[str, rsa.RSAPrivateKey]
 ) -> None:
@@ -136,3 +152,16 @@ def test_an_endpoint_that_never_answers_costs_one_timeout_then_the_token_is_refu
         "JWKS fetch failed (PyJWKClientConnectionError); keeping 0 known keys;"
         " next try in 60 s at the earliest"
     ]
+
+
+@pytest.mark.parametrize("jwks_url", [True, False], ids=["url-no-key-set", "key-set-no-url"])
+def test_a_verifier_takes_a_key_set_exactly_when_auth_jwks_url_is_set_and_says_so(
+    server: JwksServer, jwks_url: bool
+) -> None:
+    clock = FakeClock()
+    environ = host_environ("sqlite://", Auth__JwksUrl=server.url, Auth__Issuer=ISSUER)
+    del environ["Auth__SigningKey" if jwks_url else "Auth__JwksUrl"]
+    jwks = None if jwks_url else JwksKeys(server.url, clock)
+    with pytest.raises(ValueError) as refused:
+        TokenVerifier(load_settings(environ), clock, jwks=jwks)
+    assert str(refused.value) == "a key set is handed in exactly when Auth__JwksUrl is set"

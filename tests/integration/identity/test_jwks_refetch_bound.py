@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from shared.bootstrap import bootstrap
 from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
-from shared.identity.tokens import InvalidToken, TokenVerifier
+from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
 from shared.settings import load_settings
 from tests.support.hosts import api_client, host_environ
 from tests.support.jwks import JwksServer, jwks_server
@@ -207,6 +207,46 @@ def test_a_jwks_host_without_issuer_and_audience_refuses_every_token(
     del environ["Auth__Issuer"], environ["Auth__Audience"]
     verifier = bootstrap(load_settings(environ), clock=clock).tokens
     assert _refused(verifier, _token(clock, rsa_key, "key-1"))
+    assert server.hits == 0
+
+
+def test_a_token_naming_no_usable_kid_is_refused_without_asking_for_the_key_set(
+    server: JwksServer, rsa_key: rsa.RSAPrivateKey
+) -> None:
+    clock = FakeClock()
+    verifier = _verifier(server.url, clock)
+    now = int(clock.now().timestamp())
+    full = {"sub": "some-user", "iss": ISSUER, "aud": AUDIENCE, "exp": now + 3600}
+    tokens = {
+        "no-kid": jwt.encode(full, rsa_key, algorithm="RS256"),
+        "empty-kid": _token(clock, rsa_key, ""),
+        "kid-a-number": _with_header({"alg": "RS256", "kid": 7}, full, rsa_key),
+        "kid-a-list": _with_header({"alg": "RS256", "kid": ["key-1"]}, full, rsa_key),
+    }
+    assert {name: _refused(verifier, t) for name, t in tokens.items()} == dict.fromkeys(
+        tokens, True
+    )
+    assert server.hits == 0
+
+
+@pytest.mark.parametrize(
+    ("unset", "claims"),
+    [
+        ("Auth__Issuer", {"iss": LOCAL_ISSUER}),
+        ("Auth__Audience", {"aud": LOCAL_AUDIENCE}),
+    ],
+    ids=["no-issuer", "no-audience"],
+)
+def test_a_jwks_host_missing_issuer_or_audience_refuses_even_the_local_defaults(
+    server: JwksServer, rsa_key: rsa.RSAPrivateKey, unset: str, claims: dict[str, str]
+) -> None:
+    """The local defaults (`azurebank-local`, `azurebank`) are a local host's only: a production
+    host missing one refuses every token, one naming the local default too."""
+    clock = FakeClock()
+    environ = _environ(server.url)
+    del environ[unset]
+    verifier = bootstrap(load_settings(environ), clock=clock).tokens
+    assert _refused(verifier, _token(clock, rsa_key, "key-1", **claims))
     assert server.hits == 0
 
 

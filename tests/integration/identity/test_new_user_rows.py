@@ -1,10 +1,12 @@
 """The rows `azurebank users add` writes, on SQLite and PostgreSQL: the full Identity row the
-.NET API reads (normalized names, confirmed email, fresh stamps, lockout enabled, no failures),
-one open EUR account per requested account ("Main", then "Account 2", …) at the given balance and
-the clock's instant, and a refusal for an email or AzureTag already taken, in any case."""
+.NET API reads (normalized names, confirmed email, fresh stamps, lockout enabled, no failures, the
+password hashed at the iteration count given), one open EUR account per requested account
+("Main", then "Account 2", …) at the given balance and the clock's instant (one empty "Main"
+unless told otherwise), and a refusal for an email or AzureTag already taken, in any case."""
 
 from __future__ import annotations
 
+import base64
 import re
 import uuid
 from datetime import UTC, datetime
@@ -65,6 +67,8 @@ def test_a_new_user_is_the_full_identity_row_the_api_reads(db_url: str) -> None:
         assert str(uuid.UUID(row.ConcurrencyStamp or "")) == row.ConcurrencyStamp
         assert (row.AzureTag, row.PinHash, row.PinLockoutEnd) == ("ada-1", None, None)
         assert verify_secret(row.PasswordHash, "correct horse battery staple")
+        # The V3 layout: format byte, PRF, then the iteration count (uint32, big-endian).
+        assert base64.b64decode(row.PasswordHash or "")[5:9] == (1).to_bytes(4, "big")
 
 
 def test_each_account_is_open_in_eur_named_in_order_at_the_balance_and_instant(
@@ -81,6 +85,14 @@ def test_each_account_is_open_in_eur_named_in_order_at_the_balance_and_instant(
     assert {(a.Balance, a.Currency, a.IsDeleted, a.CreatedAt, a.Version) for a in made} == {
         (Decimal("12.34"), "EUR", False, NOW, 1)
     }
+
+
+def test_a_user_added_without_a_count_or_balance_has_one_empty_main_account(db_url: str) -> None:
+    new = _add(db_url, "hopper@example.test", "hopper-1")
+    with unit_of_work(get_engine(db_url)) as session:
+        rows = list(session.scalars(select(Account).where(Account.UserId == new.user_id)))
+    assert [(a.Id, a.Name, a.Balance) for a in rows] == [(new.account_ids[0], "Main", Decimal(0))]
+    assert len(new.account_ids) == 1
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,13 @@
 """PIN enrolment's write, on SQLite and PostgreSQL: it sets the caller's PIN and nobody else's,
-starts a clean count (whatever a removed PIN left behind), and of two enrolments at once exactly
-one wins; a right PIN after a lapsed lockout clears it; and on PostgreSQL a lockout's end is the
-UTC instant whatever time zone the server's sessions run in."""
+starts a clean count (whatever a removed PIN left behind), hashes at the iteration count the
+service is given, and of two enrolments at once exactly one wins; a right PIN after a lapsed
+lockout clears it; and on PostgreSQL a lockout's end is the UTC instant whatever time zone the
+server's sessions run in."""
 
 from __future__ import annotations
 
+import base64
+import struct
 import threading
 from datetime import timedelta
 
@@ -58,6 +61,21 @@ def test_enrolment_starts_a_clean_count_whatever_a_removed_pin_left(db_url: str)
         session.commit()
     _changes(db_url, clock).enrol(caller, password=PASSWORD, pin=PIN)
     assert _state(db_url, caller)[1:] == (0, None)
+    verify_pin(get_engine(db_url), clock, SETTINGS, caller, PIN)
+
+
+def test_enrolment_hashes_the_pin_at_the_iteration_count_the_service_is_given(
+    db_url: str,
+) -> None:
+    clock, caller = FakeClock(), make_user(db_url).user_id
+    changes = PinChanges(
+        get_engine(db_url), clock, AuditChain(b"k" * 32), lambda *_: None, hash_iterations=7
+    )
+    changes.enrol(caller, password=PASSWORD, pin=PIN)
+    pin_hash = _state(db_url, caller)[0]
+    assert isinstance(pin_hash, str)
+    # The V3 layout: format byte, PRF, then the iteration count (uint32, big-endian).
+    assert struct.unpack(">I", base64.b64decode(pin_hash)[5:9]) == (7,)
     verify_pin(get_engine(db_url), clock, SETTINGS, caller, PIN)
 
 

@@ -1,14 +1,16 @@
 """The PIN check at the edges of its lockout, on SQLite and PostgreSQL: the Retry-After of a
-lockout about to end, the one refusal that starts a lockout (operators count it), a lockout
-another writer recorded below the limit, the limit lowered under a user already past it (and no
-one else locked with them), and a PIN change that clears an attempt that landed during it."""
+lockout about to end, the one refusal that starts a lockout (operators count it), the right PIN on
+the attempt that reaches the limit (it unlocks again at once), a lockout another writer recorded
+below the limit, the limit lowered under a user already past it (and no one else locked with
+them, and a lockout another writer records meanwhile kept), and a PIN change that clears an
+attempt that landed during it."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 from shared.audit.chain import AuditChain
 from shared.clock import FakeClock
@@ -62,6 +64,16 @@ def test_only_the_wrong_pin_that_reaches_the_limit_is_the_lockout(db_url: str) -
     assert _state(db_url, user_id) == (SETTINGS.MaxFailedAttempts, clock.now() + LOCKOUT)
 
 
+def test_the_right_pin_on_the_attempt_that_reaches_the_limit_unlocks_at_once(db_url: str) -> None:
+    clock, user_id = FakeClock(), _user(db_url)
+    for _ in range(SETTINGS.MaxFailedAttempts - 1):
+        with pytest.raises(InvalidPin):
+            _check(db_url, clock, user_id, WRONG)
+    _check(db_url, clock, user_id, PIN)
+    assert _state(db_url, user_id) == (0, None)
+    _check(db_url, clock, user_id, PIN)
+
+
 @pytest.mark.parametrize(
     ("left", "retry_after"),
     [(timedelta(milliseconds=400), "1"), (timedelta(seconds=1, milliseconds=500), "2")],
@@ -98,6 +110,37 @@ def test_a_user_past_a_lowered_limit_is_locked_and_nobody_else_is(db_url: str) -
     assert _state(db_url, past) == (5, clock.now() + LOCKOUT)
     assert _state(db_url, other) == (0, None)
     _check(db_url, clock, other, PIN)
+
+
+@pytest.mark.postgres
+def test_a_lockout_another_writer_records_while_a_user_past_the_limit_is_refused_stands(
+    fresh_postgres_url: str,
+) -> None:
+    """The check reads "past the limit, no lockout", then another writer (the API) records one
+    before the check locks the user itself: the other writer's end is kept, not overwritten."""
+    url, clock = fresh_postgres_url, FakeClock()
+    user_id = _user(url)
+    _set(url, user_id, PinAccessFailedCount=5, PinLockoutEnd=None)  # the limit was 5
+    theirs = clock.now() + timedelta(hours=2)
+    engine = get_engine(url)
+    updates: list[str] = []
+
+    def the_other_writer_before_the_second_update(
+        _conn: object, _cursor: object, statement: str, *_: object
+    ) -> None:
+        if statement.lstrip().upper().startswith("UPDATE"):
+            updates.append(statement)
+            if len(updates) == 2:  # the check's count, then its own lockout
+                _set(url, user_id, PinLockoutEnd=theirs)
+
+    event.listen(engine, "before_cursor_execute", the_other_writer_before_the_second_update)
+    try:
+        with pytest.raises(PinLocked):
+            _check(url, clock, user_id, PIN)
+    finally:
+        event.remove(engine, "before_cursor_execute", the_other_writer_before_the_second_update)
+    assert len(updates) == 3  # the check's two and the other writer's
+    assert _state(url, user_id) == (5, theirs)
 
 
 class GuessDuringTheChange:
