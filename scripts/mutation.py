@@ -64,15 +64,21 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_notice_render.py",
         "tests/unit/test_function_relay_host.py",
         "tests/integration/notices",
+        "tests/integration/faults/test_notice_mark_after_a_cut.py",
+        "tests/integration/hosts/test_runner_matrix.py",
+        "tests/integration/hosts/test_telemetry.py",
+        "tests/integration/http/test_readiness.py",
     ],
     "money": [
         "tests/unit/test_applock_sql.py",
         "tests/unit/test_daily_limit_options.py",
+        "tests/unit/test_key_claim_sql.py",
         "tests/unit/test_money_amounts.py",
         "tests/unit/test_refusals_declared_once.py",
         "tests/unit/test_transfer_write_sql.py",
         "tests/integration/money",
         "tests/integration/http",
+        "tests/integration/db/test_same_answers_on_every_dialect.py",
     ],
 }
 

@@ -8,13 +8,14 @@ import re
 import uuid
 from datetime import UTC, datetime
 from email import policy
+from email.headerregistry import AddressHeader, HeaderRegistry, UnstructuredHeader
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.db.schema import NoticeKind
-from shared.notices.address import AddressProblem, address_problem
+from shared.notices.address import AddressProblem, _HeaderClassCache, address_problem
 from shared.notices.render import UnrenderableKind, message_id, render_notice
 from shared.notices.runner_name import make_runner_name
 from tests.support.hosts import CONTACT
@@ -90,6 +91,22 @@ def test_an_unusable_address_is_named_by_its_problem(raw: str | None, problem: s
 @pytest.mark.parametrize("raw", ["a@example.com", " ada.lovelace+pin@bank.example.org "])
 def test_a_plain_addr_spec_is_usable(raw: str) -> None:
     assert address_problem(raw) is None
+
+
+def test_the_header_registry_builds_each_class_once_as_the_stock_one_and_anew_after_a_remap() -> (
+    None
+):
+    registry, stock = _HeaderClassCache(), HeaderRegistry()
+    to = registry["To"]
+    assert registry["TO"] is to  # one class per name, whatever its case
+    assert to.__mro__[1:] == stock["To"].__mro__[1:]  # the stock registry's class for the name
+    parsed = registry("To", "ada@example.com")
+    assert (str(parsed), parsed.defects) == ("ada@example.com", ())
+    assert issubclass(registry["X-Notice-Test"], UnstructuredHeader)
+    registry.map_to_type("X-Notice-Test", AddressHeader)
+    # The remapped name gets its new class, under any case, and only that name changes.
+    assert issubclass(registry["x-notice-test"], AddressHeader)
+    assert registry["To"] is to
 
 
 @pytest.mark.adr("0048", "D5")

@@ -15,6 +15,7 @@ from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.notices import (
+    START,
     FailingTransport,
     RacingTransport,
     SlowTransport,
@@ -109,7 +110,23 @@ def test_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
     assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (2, 3, True)
     assert len(list(pickup.iterdir())) == 2
     lines = [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"]
-    assert any("outlived its own lease" in line and "3 held rows" in line for line in lines)
+    ended = (START + timedelta(seconds=120)).isoformat()  # the lease the sweep took at START
+    assert (
+        f"Notice sweep by {A} outlived its own lease (ended {ended}); it stops delivering with 3 "
+        "held rows not attempted"
+    ) in lines
+
+
+def test_a_sweep_that_outlives_its_lease_counts_the_rows_it_was_told_to_skip_as_not_attempted(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed = owed_notices(engine, 5)
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
+    sweep = make_sweep(engine, clock, slow, runner=A, lease_seconds=120)
+    summary = sweep.run(exclude={owed[0].id})
+    # The oldest is skipped, t=0 and t=70 deliver, t=140 ≥ 120 leaves the last two.
+    assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (2, 3, True)
+    assert notice_row(engine, owed[0].id).DeliveredAt is None
 
 
 def test_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
