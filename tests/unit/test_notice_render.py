@@ -4,7 +4,9 @@ usable; the runner's name (ADR-0048 D5)."""
 from __future__ import annotations
 
 import email
+import os
 import re
+import socket
 import uuid
 from datetime import UTC, datetime
 from email import policy
@@ -109,11 +111,20 @@ def test_the_header_registry_builds_each_class_once_as_the_stock_one_and_anew_af
     assert registry["To"] is to
 
 
+def test_a_runner_name_of_an_unknown_kind_is_refused_naming_the_kind() -> None:
+    with pytest.raises(ValueError) as refused:
+        make_runner_name("cron")  # type: ignore[arg-type]
+    assert str(refused.value) == "unknown runner kind 'cron'"
+
+
 @pytest.mark.adr("0048", "D5")
 @pytest.mark.parametrize("kind", ["api", "function", "verb"])
 def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     name = make_runner_name(kind)  # type: ignore[arg-type]
     assert re.fullmatch(rf"{kind}/[^/\s]+/\d+/[0-9a-f]{{8}}", name)
+    # The host part is this machine's own first label, as the announcement line shows it.
+    host = re.sub(r"[/\s]", "-", socket.gethostname().split(".")[0])[:63]
+    assert name.split("/")[1:3] == [host or "unknown-host", str(os.getpid())]
     assert make_runner_name(kind) != name  # type: ignore[arg-type]
 
 

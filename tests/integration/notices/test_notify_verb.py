@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from azurebank_cli import exits
 from azurebank_cli.main import main
 from shared.clock import FakeClock
+from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
 from shared.notices.notify import NotifyExit, drain
@@ -26,6 +27,7 @@ from tests.support.hosts import CONTACT
 from tests.support.notices import (
     START,
     FailingTransport,
+    SlowTransport,
     add_notice,
     make_sweep,
     notice_row,
@@ -337,6 +339,86 @@ def test_a_row_that_fails_is_attempted_once_per_notify_run_however_many_sweeps_f
     assert (report.sweeps, failing.attempts) == (2, 1)
     assert [o.notice_id for o in report.failed] == [owed[0].id]
     assert report.exit_code == NotifyExit.FAILED
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_names_other_runners_live_leases_at_exit_and_not_their_lapsed_ones(
+    engine: Engine, clock: FakeClock
+) -> None:
+    live = "function/host-y/5/0000cafe"
+    with unit_of_work(engine) as session:
+        blank = add_user(session, email=" ").user_id
+        add_notice(session, blank, created_at=START)  # fails, and fills the batch of one
+        user_id = add_user(session).user_id
+        for by, until in (
+            (OTHER, START - timedelta(minutes=1)),
+            (live, START + timedelta(hours=1)),
+        ):
+            add_notice(
+                session,
+                user_id,
+                created_at=START + timedelta(seconds=1),
+                leased_by=by,
+                leased_until=until,
+            )
+        session.commit()
+    report = drain(
+        make_sweep(engine, clock, FailingTransport(), runner=VERB, batch_size=1), engine, clock
+    )
+    assert [(h.runner, h.rows) for h in report.held_by_others] == [(live, 1)]
+    assert report.released == 1
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_whose_database_goes_before_it_lets_go_fails_whole_naming_the_fault_only(
+    engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owed_notices(engine, 1)
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=VERB)
+    gone = build_engine(f"sqlite:///{tmp_path / 'gone' / 'bank.db'}")
+    try:
+        with caplog.at_level(logging.ERROR, logger="azurebank.notices.notify"):
+            report = drain(sweep, gone, clock)
+    finally:
+        gone.dispose()
+    assert (report.delivered, report.failed_whole) == (1, "DatabaseUnavailable")
+    assert report.exit_code == NotifyExit.FAILED
+    assert [r.getMessage() for r in caplog.records] == [
+        "notify could not release its rows or read other holders: DatabaseUnavailable"
+    ]
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_whose_sweep_fails_whole_stops_and_still_names_other_runners_leases(
+    engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path
+) -> None:
+    with unit_of_work(engine) as session:
+        user_id = add_user(session).user_id
+        add_notice(session, user_id, leased_by=OTHER, leased_until=START + timedelta(hours=1))
+        session.commit()
+    gone = build_engine(f"sqlite:///{tmp_path / 'gone' / 'bank.db'}")
+    try:
+        sweep = make_sweep(gone, clock, PickupDirectoryTransport(pickup), runner=VERB)
+        report = drain(sweep, engine, clock)
+    finally:
+        gone.dispose()
+    assert (report.sweeps, report.failed_whole) == (1, "DatabaseUnavailable")
+    assert [h.runner for h in report.held_by_others] == [OTHER]
+    assert report.exit_code == NotifyExit.FAILED
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_that_outlives_its_lease_stops_and_lets_go_of_what_it_did_not_try(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed = owed_notices(engine, 3)
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
+    report = drain(make_sweep(engine, clock, slow, runner=VERB, lease_seconds=120), engine, clock)
+    # t=0 and t=70 deliver; at t=140 the lease (120 s) has lapsed: the third is not tried.
+    assert (report.sweeps, report.delivered, report.lease_lapsed) == (1, 2, True)
+    assert report.exit_code == NotifyExit.FAILED
+    row = notice_row(engine, owed[2].id)
+    assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)
 
 
 def test_status_of_nothing_owed_is_none_free_no_holder_and_no_oldest_row(engine: Engine) -> None:
