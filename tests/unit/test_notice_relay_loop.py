@@ -79,6 +79,29 @@ def test_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
     assert sweep.calls[1] - sweep.calls[0] >= 0.5
 
 
+def test_a_sweep_that_overruns_its_period_is_followed_by_the_next_at_once_not_a_period_later(
+    tmp_path: Path,
+) -> None:
+    ends: list[float] = []
+    starts: list[float] = []
+
+    def overrunning_sweep() -> None:  # the period is 1 s; the first sweep takes 1.5 s
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            time.sleep(1.5)
+        ends.append(time.monotonic())
+
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), overrunning_sweep))
+
+    async def scenario() -> None:
+        service.start()
+        await _until(lambda: len(starts) >= 2)
+        await service.stop()
+
+    asyncio.run(scenario())
+    assert starts[1] - ends[0] < 0.9  # PeriodicTimer: at once, never a further period
+
+
 def test_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     sweep = RecordingSweep()
     service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))

@@ -111,6 +111,22 @@ def test_the_header_registry_builds_each_class_once_as_the_stock_one_and_anew_af
     assert registry["To"] is to
 
 
+@pytest.mark.parametrize(
+    ("hostname", "host"),
+    [
+        ("web-7f9c.internal.example.org", "web-7f9c"),  # the first label only
+        ("my box/7\tb.example", "my-box-7-b"),  # '/' and whitespace would split the name
+        ("", "unknown-host"),
+        ("h" * 80, "h" * 63),  # a DNS label's length at most
+    ],
+)
+def test_a_runner_names_host_is_its_first_label_made_safe_to_split(
+    monkeypatch: pytest.MonkeyPatch, hostname: str, host: str
+) -> None:
+    monkeypatch.setattr(socket, "gethostname", lambda: hostname)
+    assert make_runner_name("api").split("/")[:2] == ["api", host]
+
+
 def test_a_runner_name_of_an_unknown_kind_is_refused_naming_the_kind() -> None:
     with pytest.raises(ValueError) as refused:
         make_runner_name("cron")  # type: ignore[arg-type]
