@@ -90,19 +90,6 @@ _SQLITE_LOCK = (
     "any UPDATE takes SQLite's writer lock, matching rows or not, and the tail table has one row"
 )
 _SETTINGS_VALIDATED = "Settings already refused a key that is not strict base64 (the same check)"
-_IMPORT_TIME = (
-    "runs only while shared.notices.render imports, before mutmut activates a mutant; the"
-    " byte-for-byte render tests pin the headers it parses"
-)
-_OWN_NAME = "a header parsed once folds under its own name: the key's case is never written"
-_ONE_ROW = "`.first()` reads one row whatever the LIMIT"
-_FREE_SUM = "a SUM of 1 or NULL counts the same rows, and one of no row reads 0 through `free or 0`"
-_RELEASED = (
-    "the release just cleared every owed row leased under this runner's name: excluding it"
-    " leaves nothing out"
-)
-_NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
-_OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
 EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
@@ -122,6 +109,23 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_2": _SQLITE_LOCK,
     "shared.audit.tail_sql.x_sqlite_writer_lock__mutmut_4": _SQLITE_LOCK,
     "shared.audit.verify.x__rows__mutmut_7": "one batch of every row walks the same rows in order",
+}
+# The notices' (and the money's) equivalent mutants, apart from the other packages' so that
+# each package's list reads alone.
+_IMPORT_TIME = (
+    "runs only while shared.notices.render imports, before mutmut activates a mutant; the"
+    " byte-for-byte render tests pin the headers it parses"
+)
+_OWN_NAME = "a header parsed once folds under its own name: the key's case is never written"
+_ONE_ROW = "`.first()` reads one row whatever the LIMIT"
+_FREE_SUM = "a SUM of 1 or NULL counts the same rows, and one of no row reads 0 through `free or 0`"
+_RELEASED = (
+    "the release just cleared every owed row leased under this runner's name: excluding it"
+    " leaves nothing out"
+)
+_NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
+_OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
+EQUIVALENT |= {
     "shared.notices.claim_sql.x__mssql__mutmut_6": (
         "_mssql builds SQL Server's claim only, so a hint for every dialect is SQL Server's alone"
     ),
