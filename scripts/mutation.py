@@ -125,10 +125,22 @@ _RELEASED = (
 )
 _NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
 _OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
+_CLAIM_CACHE = "the claim statement is built the same every time: the cache saves only the build"
+_CLAIM_BINDS = "every execution of the claim binds now and lease_until, over the built defaults"
+_BY_TYPE = "readiness reports a failing probe by its exception's type only, never its text"
+_PROBE_NAME = (
+    "the probe's file is removed at once, and no prefix makes a name a notice or a leftover"
+    " removal uses"
+)
 EQUIVALENT |= {
     "shared.notices.claim_sql.x__mssql__mutmut_6": (
         "_mssql builds SQL Server's claim only, so a hint for every dialect is SQL Server's alone"
     ),
+    "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
+    "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
+    "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,
+    "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_8": _CLAIM_BINDS,
+    "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_9": _CLAIM_BINDS,
     "shared.notices.notify.x__release_at_exit__mutmut_8": _RELEASED,
     "shared.notices.notify.x__release_at_exit__mutmut_12": _RELEASED,
     "shared.notices.render.x__email_package_message__mutmut_5": _OWN_NAME,
@@ -157,6 +169,16 @@ EQUIVALENT |= {
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_19": (
         "every ResourceExistsError the storage client raises carries error_code"
     ),
+    "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_2": _BY_TYPE,
+    "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_3": _BY_TYPE,
+    "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_4": _BY_TYPE,
+    "shared.notices.transports.xǁLeftoversKeptǁ__init____mutmut_2": (
+        "the sweep logs the counts and the failure's type, never the exception's text"
+    ),
+    "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_2": _PROBE_NAME,
+    "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_4": _PROBE_NAME,
+    "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_6": _PROBE_NAME,
+    "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_7": _PROBE_NAME,
     "shared.notices.transports.xǁNoticeRefusedǁ__init____mutmut_1": (
         "no caller reads NoticeRefused.notice_id: the sweep knows the id it delivered"
     ),

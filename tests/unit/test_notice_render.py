@@ -106,6 +106,8 @@ def test_the_header_registry_builds_each_class_once_as_the_stock_one_and_anew_af
     assert (str(parsed), parsed.defects) == ("ada@example.com", ())
     assert issubclass(registry["X-Notice-Test"], UnstructuredHeader)
     registry.map_to_type("X-Notice-Test", AddressHeader)
+    registry.map_to_type("X-Never-Read", AddressHeader)  # a name with no class built yet
+    assert issubclass(registry["x-never-read"], AddressHeader)
     # The remapped name gets its new class, under any case, and only that name changes.
     assert issubclass(registry["x-notice-test"], AddressHeader)
     assert registry["To"] is to

@@ -14,11 +14,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlalchemy.engine import make_url
 
 from shared.clock import FakeClock
-from shared.db.engine import EngineOptions, build_engine
+from shared.db.engine import EngineOptions, build_engine, get_engine
+from shared.db.schema import SubscriberNotice
+from shared.db.uow import unit_of_work
 from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
 from tests.support.fault_proxy import FaultProxy, Mode
 from tests.support.notices import START, make_sweep, notice_row, owed_notices
@@ -65,6 +67,18 @@ def engine(proxy: FaultProxy, fresh_postgres_url: str) -> Iterator[Engine]:
     through.dispose()
 
 
+def _delivered_before(url: str, count: int) -> None:
+    rows = owed_notices(url, count, start=START - timedelta(hours=1))
+    with unit_of_work(get_engine(url)) as session:
+        for row in rows:
+            session.execute(
+                update(SubscriberNotice)
+                .where(SubscriberNotice.Id == row.id)
+                .values(DeliveredAt=START, DeliveryReceipt=f"pickup:{row.id}.eml")
+            )
+        session.commit()
+
+
 @pytest.mark.parametrize(
     ("mode", "for_seconds"),
     [
@@ -80,6 +94,9 @@ def test_a_mark_cut_by_a_database_fault_is_retried_and_the_row_is_marked_beside_
     mode: Mode,
     for_seconds: float | None,
 ) -> None:
+    # Rows delivered before, each under its own receipt: the proof after a lost answer is this
+    # row's own receipt, never another delivered row's.
+    _delivered_before(fresh_postgres_url, 3)
     (owed,) = owed_notices(fresh_postgres_url)
     clock = FakeClock(START)
     transport = CutAfterDelivery(PickupDirectoryTransport(pickup), proxy, mode, for_seconds)

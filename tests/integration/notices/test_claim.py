@@ -66,6 +66,22 @@ def test_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
     assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
 
 
+def test_each_claim_stamps_the_lease_end_of_its_own_moment_not_the_first_claims(
+    engine: Engine, clock: FakeClock
+) -> None:
+    first, second = owed_notices(engine, 2)
+    claim = NoticeClaim(A, lease_seconds=120, batch_size=1)
+    stamped = []
+    for _ in (first, second):  # the same room each time: the runner's statement, built once
+        now = clock.advance(timedelta(seconds=30))
+        with writing_unit_of_work(engine) as session:
+            stamped += claim.claim(session, now=now, lease_until=now + claim.lease, limit=1)
+            session.commit()
+    assert stamped == [first.id, second.id]
+    assert notice_row(engine, first.id).LeasedUntil == START + timedelta(seconds=150)
+    assert notice_row(engine, second.id).LeasedUntil == START + timedelta(seconds=180)
+
+
 def test_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:

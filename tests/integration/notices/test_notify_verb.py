@@ -19,7 +19,7 @@ from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
 from shared.notices.notify import NotifyExit, drain
-from shared.notices.status import read_owed_status
+from shared.notices.status import OwedBacklog, owed_backlog_reader, read_owed_status
 from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.checkout import run_python
@@ -419,6 +419,15 @@ def test_notify_that_outlives_its_lease_stops_and_lets_go_of_what_it_did_not_try
     assert report.exit_code == NotifyExit.FAILED
     row = notice_row(engine, owed[2].id)
     assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)
+
+
+def test_the_backlog_gauges_read_nothing_owed_as_zero_and_otherwise_the_oldest_rows_age(
+    engine: Engine, clock: FakeClock
+) -> None:
+    read = owed_backlog_reader(engine, clock)
+    assert read() == OwedBacklog(owed=0, oldest_owed_age=timedelta(0))
+    owed_notices(engine, 2, start=START - timedelta(minutes=5))
+    assert read() == OwedBacklog(owed=2, oldest_owed_age=timedelta(minutes=5))
 
 
 def test_status_of_nothing_owed_is_none_free_no_holder_and_no_oldest_row(engine: Engine) -> None:
