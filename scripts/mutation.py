@@ -125,6 +125,10 @@ _RELEASED = (
 )
 _NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
 _OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
+_TSQL_KEYWORDS = "T-SQL keywords and type names are case-insensitive"
+_NEVER_READ = (
+    "caught inside run_keyed, which logs a line of its own: the exception's text is never read"
+)
 _CLAIM_CACHE = "the claim statement is built the same every time: the cache saves only the build"
 _CLAIM_BINDS = "every execution of the claim binds now and lease_until, over the built defaults"
 _BY_TYPE = "readiness reports a failing probe by its exception's type only, never its text"
@@ -136,6 +140,13 @@ EQUIVALENT |= {
     "shared.notices.claim_sql.x__mssql__mutmut_6": (
         "_mssql builds SQL Server's claim only, so a hint for every dialect is SQL Server's alone"
     ),
+    "shared.money.applock_sql.x_mssql_applock_batch__mutmut_3": _TSQL_KEYWORDS,
+    "shared.money.applock_sql.x_mssql_applock_batch__mutmut_5": _TSQL_KEYWORDS,
+    "shared.money.applock_sql.x_mssql_applock_batch__mutmut_19": _TSQL_KEYWORDS,
+    "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_1": _NEVER_READ,
+    "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_2": _NEVER_READ,
+    "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_3": _NEVER_READ,
+    "shared.money.retry.xǁCommitLostǁ__init____mutmut_4": _NEVER_READ,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,
@@ -189,6 +200,13 @@ SQL_SERVER_ONLY = {
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_7",
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_8",
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_9",
+}
+# The money's: the application lock's batch and its call, run only on SQL Server (a variable's
+# name is case-insensitive only under a case-insensitive catalog collation, so it is here too).
+SQL_SERVER_ONLY |= {
+    *(f"shared.money.applock_sql.x__take_mssql__mutmut_{n}" for n in range(1, 12)),
+    *(f"shared.money.applock_sql.x_mssql_applock_batch__mutmut_{n}" for n in (2, 4, 6, 7)),
+    *(f"shared.money.applock_sql.x_mssql_applock_batch__mutmut_{n}" for n in (10, 18, 20, 21)),
 }
 
 # The mutmut settings every package shares (the package's own are added per package).
