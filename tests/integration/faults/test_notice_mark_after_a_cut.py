@@ -193,7 +193,8 @@ def test_a_mark_cut_when_its_lease_is_about_to_lapse_is_given_up_rather_than_ret
     # Past its lease the row may be another runner's: no retry whose pause would outlast it.
     (owed,) = owed_notices(fresh_postgres_url)
     clock = FakeClock(START)
-    almost = timedelta(seconds=120) - timedelta(milliseconds=50)  # make_sweep's lease is 120 s
+    # make_sweep's lease is 120 s: the first pause (0.1 s) would end just as the lease does.
+    almost = timedelta(seconds=120) - timedelta(milliseconds=100)
     transport = CutForGood(PickupDirectoryTransport(pickup), proxy, clock, almost)
     with caplog.at_level(logging.WARNING, logger="azurebank.notices.delivery"):
         summary = make_sweep(engine, clock, transport).run()
