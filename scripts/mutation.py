@@ -151,6 +151,9 @@ EQUIVALENT |= {
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_8": _CLAIM_BINDS,
+    "shared.notices.claim.xǁNoticeClaimǁmarked_with__mutmut_6": (
+        "a row's DeliveryReceipt is written only with its DeliveredAt (the mark sets both)"
+    ),
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_9": _CLAIM_BINDS,
     "shared.notices.notify.x__release_at_exit__mutmut_8": _RELEASED,
     "shared.notices.notify.x__release_at_exit__mutmut_12": _RELEASED,
