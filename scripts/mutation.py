@@ -152,7 +152,7 @@ EQUIVALENT |= {
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_8": _CLAIM_BINDS,
     "shared.notices.claim.xǁNoticeClaimǁmarked_with__mutmut_6": (
-        "a row's DeliveryReceipt is written only with its DeliveredAt (the mark sets both)"
+        "a receipt is written only with its DeliveredAt: the mark and the runbook set both"
     ),
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_9": _CLAIM_BINDS,
     "shared.notices.notify.x__release_at_exit__mutmut_8": _RELEASED,
