@@ -16,10 +16,11 @@ from sqlalchemy import select
 from shared.audit.chain import AuditChain
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
-from shared.db.schema import Transaction
+from shared.db.schema import AuditEvent, Transaction
 from shared.db.uow import unit_of_work
 from shared.errors import ValidationFailed
-from shared.money.rails import AccountRails
+from shared.money.rails import INTERNAL_TRANSFER_COMPLETED, AccountRails
+from shared.money.refusals import InsufficientFunds
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed
 from tests.support.users import make_user
@@ -94,3 +95,26 @@ def test_an_internal_transfer_to_the_same_account_is_refused_naming_the_field(
     assert refused.value.members == {
         "errors": [{"field": "toAccountId", "message": "must differ from fromAccountId"}]
     }
+
+
+def test_an_internal_transfer_of_the_whole_balance_goes_and_a_cent_more_is_refused_naming_both(
+    db_url: str,
+) -> None:
+    clock = FakeClock()
+    owner = make_user(db_url, clock, balance=100, accounts=2)
+    source, target = owner.account_ids
+    rails = _rails(db_url, clock)
+    with pytest.raises(InsufficientFunds) as refused:
+        rails.internal_transfer(
+            keyed(owner.user_id, "internal_transfer"), source, target, Decimal("100.01")
+        )
+    assert refused.value.members == {"available": Decimal(100), "requested": Decimal("100.01")}
+    answer = rails.internal_transfer(
+        keyed(owner.user_id, "internal_transfer"), source, target, Decimal(100)
+    )
+    assert json.loads(answer.body)["balance"] == 0
+    with unit_of_work(get_engine(db_url)) as session:
+        audited = session.execute(
+            select(AuditEvent.ActorUserId).where(AuditEvent.Event == INTERNAL_TRANSFER_COMPLETED)
+        ).all()
+    assert [tuple(row) for row in audited] == [(owner.user_id,)]  # the refusal wrote none
