@@ -112,9 +112,20 @@ def test_an_internal_transfer_of_the_whole_balance_goes_and_a_cent_more_is_refus
     answer = rails.internal_transfer(
         keyed(owner.user_id, "internal_transfer"), source, target, Decimal(100)
     )
-    assert json.loads(answer.body)["balance"] == 0
+    receipt = json.loads(answer.body)
+    assert receipt["balance"] == 0
     with unit_of_work(get_engine(db_url)) as session:
         audited = session.execute(
-            select(AuditEvent.ActorUserId).where(AuditEvent.Event == INTERNAL_TRANSFER_COMPLETED)
+            select(AuditEvent.ActorUserId, AuditEvent.Details, AuditEvent.OccurredAt).where(
+                AuditEvent.Event == INTERNAL_TRANSFER_COMPLETED
+            )
         ).all()
-    assert [tuple(row) for row in audited] == [(owner.user_id,)]  # the refusal wrote none
+    assert len(audited) == 1  # the refusal wrote none
+    actor, details, occurred_at = audited[0]
+    assert (actor, occurred_at) == (owner.user_id, clock.now())
+    assert json.loads(details) == {
+        "transactionId": receipt["transactionId"],
+        "fromAccountId": str(source),
+        "toAccountId": str(target),
+        "amount": "100",
+    }
