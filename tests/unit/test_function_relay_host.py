@@ -76,17 +76,18 @@ class Counting:
 
 
 @pytest.mark.adr("0051", "D1")
-def test_a_late_tick_is_a_warning_and_still_sweeps_once(
+def test_a_late_tick_is_a_warning_and_still_sweeps_once_and_a_tick_on_time_says_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ADR-0051: a past-due tick is a Warning and still sweeps once."""
     sweep = Counting()
     host = hosted("function", _settings(tmp_path), sweep)
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        host.tick()  # on time: nothing to say
         host.tick(past_due=True)
-    assert sweep.calls == 1
+    assert sweep.calls == 2
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert "late (past due)" in warning.getMessage()
+    assert warning.getMessage() == "Notice relay: this tick is late (past due); sweeping now"
 
 
 @pytest.mark.adr("0051", "D4")
@@ -118,3 +119,16 @@ def test_the_host_refuses_a_partial_set_itself(tmp_path: Path) -> None:
         Host("function", settings)
     assert "Notices__PickupDirectory" in str(refused.value)
     assert "Notices__Contact" in str(refused.value)
+
+
+@pytest.mark.parametrize("given", ["a name", "a sweep"])
+def test_a_hosted_runner_with_a_name_and_no_sweep_or_a_sweep_and_no_name_is_refused(
+    tmp_path: Path, given: str
+) -> None:
+    settings = _settings(tmp_path)
+    parts: dict[str, Any] = (
+        {"runner": "function/h/1/0000aaaa"} if given == "a name" else {"sweep": lambda: None}
+    )
+    with pytest.raises(ValueError) as refused:
+        HostedRelay("function", settings, **parts)
+    assert str(refused.value) == "a hosted runner has both a name and a sweep, or neither"

@@ -79,6 +79,29 @@ def test_the_first_look_is_one_full_period_after_start(tmp_path: Path) -> None:
     assert sweep.calls[1] - sweep.calls[0] >= 0.5
 
 
+def test_a_sweep_that_overruns_its_period_is_followed_by_the_next_at_once_not_a_period_later(
+    tmp_path: Path,
+) -> None:
+    ends: list[float] = []
+    starts: list[float] = []
+
+    def overrunning_sweep() -> None:  # the period is 1 s; the first sweep takes 1.5 s
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            time.sleep(1.5)
+        ends.append(time.monotonic())
+
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), overrunning_sweep))
+
+    async def scenario() -> None:
+        service.start()
+        await _until(lambda: len(starts) >= 2)
+        await service.stop()
+
+    asyncio.run(scenario())
+    assert starts[1] - ends[0] < 0.9  # PeriodicTimer: at once, never a further period
+
+
 def test_sweeps_run_off_the_event_loop_thread(tmp_path: Path) -> None:
     sweep = RecordingSweep()
     service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
@@ -134,9 +157,10 @@ def test_cancellation_is_absorbed_as_shutdown(
     async def scenario() -> asyncio.Task[None]:
         service.start()
         task = service._task
-        assert task is not None
+        assert task is not None and task.get_name() == "notice-relay"
         await asyncio.sleep(0.1)
         await service.stop()
+        assert task.done()  # stop returns once the loop has ended, not before
         return task
 
     with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
@@ -158,13 +182,69 @@ def test_stopping_waits_for_a_sweep_already_on_its_thread(tmp_path: Path) -> Non
 
     service = NoticeRelayService(hosted("api", _settings(tmp_path), slow_sweep))
 
-    async def scenario() -> None:
+    async def scenario() -> bool:
         service.start()
         await _until(entered.is_set)
         await service.stop()
+        return finished.is_set()
+
+    assert asyncio.run(scenario())  # finished by the time stop returned
+
+
+def test_stopping_waits_for_a_sweep_on_its_thread_no_longer_than_the_lease_it_holds(
+    tmp_path: Path,
+) -> None:
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def stuck_sweep() -> None:
+        entered.set()
+        release.wait(WAIT)
+        finished.set()
+
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), stuck_sweep))  # lease 3 s
+
+    async def scenario() -> tuple[float, bool]:
+        service.start()
+        await _until(entered.is_set)
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(service.stop(), WAIT / 2)
+            return time.monotonic() - started, finished.is_set()
+        finally:
+            release.set()
+
+    waited, sweep_had_finished = asyncio.run(scenario())
+    assert waited >= 2.5 and not sweep_had_finished
+
+
+def test_stopping_a_loop_that_has_not_run_yet_is_a_quiet_shutdown(tmp_path: Path) -> None:
+    sweep = RecordingSweep()
+    service = NoticeRelayService(hosted("api", _settings(tmp_path), sweep))
+
+    async def scenario() -> None:
+        service.start()
+        await service.stop()  # the loop's task is cancelled before its first step
 
     asyncio.run(scenario())
-    assert finished.is_set()
+    assert sweep.calls == []
+
+
+def test_the_api_loop_announces_its_runner_period_lease_batch_and_target(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    relay = hosted("api", _settings(tmp_path), RecordingSweep())
+    service = NoticeRelayService(relay)
+
+    async def scenario() -> None:
+        service.start()
+        await service.stop()
+
+    with caplog.at_level(logging.INFO, logger=RELAY_LOGGER):
+        asyncio.run(scenario())
+    assert caplog.records[0].getMessage() == (
+        f"Notice relay: live as {relay.runner}, every 1s, lease 3s, batch 100, into pickup "
+        "directory (Notices__PickupDirectory)"
+    )
 
 
 @pytest.mark.parametrize("runner", ["None", "Function"])

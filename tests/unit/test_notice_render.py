@@ -4,17 +4,20 @@ usable; the runner's name (ADR-0048 D5)."""
 from __future__ import annotations
 
 import email
+import os
 import re
+import socket
 import uuid
 from datetime import UTC, datetime
 from email import policy
+from email.headerregistry import AddressHeader, HeaderRegistry, UnstructuredHeader
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.db.schema import NoticeKind
-from shared.notices.address import AddressProblem, address_problem
+from shared.notices.address import AddressProblem, _HeaderClassCache, address_problem
 from shared.notices.render import UnrenderableKind, message_id, render_notice
 from shared.notices.runner_name import make_runner_name
 from tests.support.hosts import CONTACT
@@ -92,11 +95,54 @@ def test_a_plain_addr_spec_is_usable(raw: str) -> None:
     assert address_problem(raw) is None
 
 
+def test_the_header_registry_builds_each_class_once_as_the_stock_one_and_anew_after_a_remap() -> (
+    None
+):
+    registry, stock = _HeaderClassCache(), HeaderRegistry()
+    to = registry["To"]
+    assert registry["TO"] is to  # one class per name, whatever its case
+    assert to.__mro__[1:] == stock["To"].__mro__[1:]  # the stock registry's class for the name
+    parsed = registry("To", "ada@example.com")
+    assert (str(parsed), parsed.defects) == ("ada@example.com", ())
+    assert issubclass(registry["X-Notice-Test"], UnstructuredHeader)
+    registry.map_to_type("X-Notice-Test", AddressHeader)
+    registry.map_to_type("X-Never-Read", AddressHeader)  # a name with no class built yet
+    assert issubclass(registry["x-never-read"], AddressHeader)
+    # The remapped name gets its new class, under any case, and only that name changes.
+    assert issubclass(registry["x-notice-test"], AddressHeader)
+    assert registry["To"] is to
+
+
+@pytest.mark.parametrize(
+    ("hostname", "host"),
+    [
+        ("web-7f9c.internal.example.org", "web-7f9c"),  # the first label only
+        ("my box/7\tb.example", "my-box-7-b"),  # '/' and whitespace would split the name
+        ("", "unknown-host"),
+        ("h" * 80, "h" * 63),  # a DNS label's length at most
+    ],
+)
+def test_a_runner_names_host_is_its_first_label_made_safe_to_split(
+    monkeypatch: pytest.MonkeyPatch, hostname: str, host: str
+) -> None:
+    monkeypatch.setattr(socket, "gethostname", lambda: hostname)
+    assert make_runner_name("api").split("/")[:2] == ["api", host]
+
+
+def test_a_runner_name_of_an_unknown_kind_is_refused_naming_the_kind() -> None:
+    with pytest.raises(ValueError) as refused:
+        make_runner_name("cron")  # type: ignore[arg-type]
+    assert str(refused.value) == "unknown runner kind 'cron'"
+
+
 @pytest.mark.adr("0048", "D5")
 @pytest.mark.parametrize("kind", ["api", "function", "verb"])
 def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     name = make_runner_name(kind)  # type: ignore[arg-type]
     assert re.fullmatch(rf"{kind}/[^/\s]+/\d+/[0-9a-f]{{8}}", name)
+    # The host part is this machine's own first label, as the announcement line shows it.
+    host = re.sub(r"[/\s]", "-", socket.gethostname().split(".")[0])[:63]
+    assert name.split("/")[1:3] == [host or "unknown-host", str(os.getpid())]
     assert make_runner_name(kind) != name  # type: ignore[arg-type]
 
 

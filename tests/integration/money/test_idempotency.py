@@ -160,6 +160,30 @@ def test_the_same_key_with_another_body_is_422_idempotency_key_reused(db_url: st
         assert _balance(db_url, alice.primary) == 110
 
 
+def test_a_transfer_without_its_authorization_under_a_used_key_is_422_key_reused(
+    db_url: str,
+) -> None:
+    # The key answers before the missing authorization does: the stored request is another body.
+    with open_bank(db_url) as bank:
+        alice, bob = bank.customer(balance=100), bank.customer()
+        key = unique_key()
+        spent = bank.transfer(alice, 10, bob, bank.authorize(alice, 10, bob), key=key)
+        assert spent.status_code == 201, spent.text
+        again = bank.transfer(alice, 10, bob, None, key=key)
+        assert (again.status_code, again.json()["errorCode"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+        assert _balance(db_url, alice.primary) == 90
+
+
+def test_a_completed_key_records_the_instant_its_success_was_stored(db_url: str) -> None:
+    with open_bank(db_url) as bank:
+        alice, bob = bank.customer(balance=100), bank.customer()
+        authorization = bank.authorize(alice, 10, bob)
+        bank.clock.advance(5)
+        assert bank.transfer(alice, 10, bob, authorization).status_code == 201
+        (record,) = _records(db_url, alice.user_id)
+        assert (record.State, record.CompletedAt) == (IdempotencyState.COMPLETED, bank.clock.now())
+
+
 def test_keys_are_scoped_to_the_user_and_the_operation(db_url: str) -> None:
     with open_bank(db_url) as bank:
         alice, bob = bank.customer(balance=100), bank.customer(balance=100)

@@ -2,8 +2,9 @@
 finds it out (shared/money/idempotency.py). Here the server ends the session in the middle of the
 commit, so the transaction did NOT commit: the app, asking the key again on a fresh connection,
 finds it free, moves the money in that run and answers 201 — once, never twice, and never a 503
-that guesses. (The commit that landed, its reply lost, is tests/e2e/test_serve_commit_reply_lost.py,
-through the suite's fault proxy.)
+that guesses. The commit that landed, its reply lost (the suite's fault proxy drops it), answers
+its own first answer, in process here as through the served app in
+tests/e2e/test_serve_commit_reply_lost.py.
 
 The commit is made slow on purpose, and real: a deferred constraint trigger on the key's record
 sleeps at COMMIT, and the test terminates the backend while it sleeps there."""
@@ -17,10 +18,12 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
 
 from shared.db.engine import get_engine
 from shared.db.schema import Account, Transaction
 from shared.db.uow import unit_of_work
+from tests.support.fault_proxy import FaultProxy, Mode
 from tests.support.money import WITHDRAWAL, open_bank, unique_key
 
 pytestmark = pytest.mark.postgres
@@ -83,3 +86,24 @@ def test_a_commit_the_server_aborted_under_a_lost_connection_is_done_once_by_the
         assert session.get_one(Account, alice.primary).Balance == Decimal("70.0000")
         ledger = select(func.count()).where(Transaction.AccountId == alice.primary)
         assert session.scalar(ledger) == 1
+
+
+def test_a_commit_that_landed_with_its_reply_lost_answers_its_own_first_answer_not_a_replay(
+    fresh_postgres_url: str,
+) -> None:
+    # The suite's fault proxy drops the reply to the transfer's COMMIT, which the server made:
+    # the app asks the key, finds its own answer stored, and answers it as the first answer.
+    upstream = make_url(fresh_postgres_url)
+    with (
+        FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as proxy,
+        open_bank(proxy.url(fresh_postgres_url)) as bank,
+    ):
+        alice, bob = bank.customer(balance=100), bank.customer()
+        authorization = bank.authorize(alice, 30, bob)
+        proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+        first = bank.transfer(alice, 30, bob, authorization)
+        assert proxy.count("commit_cut") == 1
+    assert first.status_code == 201, first.text
+    assert "idempotency-replayed" not in first.headers
+    with unit_of_work(get_engine(fresh_postgres_url)) as session:
+        assert session.get_one(Account, alice.primary).Balance == Decimal("70.0000")

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from azure.core.credentials import AzureNamedKeyCredential
 from azure.storage.blob import BlobServiceClient, ContainerClient
 from sqlalchemy import Engine
 
@@ -18,6 +19,7 @@ from shared.notices.transports import (
     NoticeRefused,
 )
 from shared.settings import load_settings
+from tests.conftest import AZURITE_ACCOUNT_KEY, AZURITE_BLOB_ENDPOINT
 from tests.support.hosts import CONTACT
 from tests.support.notices import make_sweep, notice_row, owed_notices
 
@@ -87,3 +89,40 @@ def test_a_blob_transport_builds_its_client_lazily_and_connects_to_nothing_until
         "notices", blob_service_uri="https://nobody.invalid.example", credential=object()
     )
     assert transport.describe() == "blob container notices"
+
+
+def test_a_blob_transport_reached_by_its_account_uri_and_a_key_delivers_and_refuses_alike(
+    azurite_connection_string: str, container: ContainerClient
+) -> None:
+    key = AzureNamedKeyCredential("devstoreaccount1", AZURITE_ACCOUNT_KEY)
+    transport = BlobContainerTransport(
+        container.container_name, blob_service_uri=AZURITE_BLOB_ENDPOINT, credential=key
+    )
+    notice_id = uuid.uuid4()
+    assert transport.deliver(notice_id, b"by uri\r\n") == (
+        f"blob:{container.container_name}/{notice_id}.eml"
+    )
+    with pytest.raises(NoticeRefused):
+        transport.deliver(notice_id, b"again\r\n")
+    assert container.get_blob_client(f"{notice_id}.eml").download_blob().readall() == (
+        b"by uri\r\n"
+    )
+
+
+def test_a_blob_transport_given_no_credential_signs_in_as_the_hosts_identity_never_anonymously(
+    azurite_connection_string: str, container: ContainerClient
+) -> None:
+    # The host's identity is a token credential, which the storage client refuses over plain
+    # http before any request: nothing is written without it (and no token is asked for).
+    transport = BlobContainerTransport(
+        container.container_name, blob_service_uri=AZURITE_BLOB_ENDPOINT
+    )
+    with pytest.raises(ValueError, match="Token credential is only supported with HTTPS"):
+        transport.deliver(uuid.uuid4(), b"anonymous?\r\n")
+    assert list(container.list_blobs()) == []
+
+
+def test_a_blob_transport_needs_a_connection_string_or_an_account_uri() -> None:
+    with pytest.raises(ValueError) as refused:
+        BlobContainerTransport("notices")
+    assert str(refused.value) == "a blob container transport needs a connection string or a URI"

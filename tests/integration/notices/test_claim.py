@@ -15,6 +15,7 @@ from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.notices import (
+    START,
     FailingTransport,
     RacingTransport,
     SlowTransport,
@@ -65,6 +66,22 @@ def test_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
     assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
 
 
+def test_each_claim_stamps_the_lease_end_of_its_own_moment_not_the_first_claims(
+    engine: Engine, clock: FakeClock
+) -> None:
+    first, second = owed_notices(engine, 2)
+    claim = NoticeClaim(A, lease_seconds=120, batch_size=1)
+    stamped = []
+    for _ in (first, second):  # the same room each time: the runner's statement, built once
+        now = clock.advance(timedelta(seconds=30))
+        with writing_unit_of_work(engine) as session:
+            stamped += claim.claim(session, now=now, lease_until=now + claim.lease, limit=1)
+            session.commit()
+    assert stamped == [first.id, second.id]
+    assert notice_row(engine, first.id).LeasedUntil == START + timedelta(seconds=150)
+    assert notice_row(engine, second.id).LeasedUntil == START + timedelta(seconds=180)
+
+
 def test_a_runner_that_keeps_failing_never_holds_more_than_batch_size_rows(
     engine: Engine, clock: FakeClock, pickup: Path
 ) -> None:
@@ -109,7 +126,23 @@ def test_a_sweep_that_outlives_its_own_lease_stops_delivering_and_says_so(
     assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (2, 3, True)
     assert len(list(pickup.iterdir())) == 2
     lines = [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"]
-    assert any("outlived its own lease" in line and "3 held rows" in line for line in lines)
+    ended = (START + timedelta(seconds=120)).isoformat()  # the lease the sweep took at START
+    assert (
+        f"Notice sweep by {A} outlived its own lease (ended {ended}); it stops delivering with 3 "
+        "held rows not attempted"
+    ) in lines
+
+
+def test_a_sweep_that_outlives_its_lease_counts_the_rows_it_was_told_to_skip_as_not_attempted(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed = owed_notices(engine, 5)
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
+    sweep = make_sweep(engine, clock, slow, runner=A, lease_seconds=120)
+    summary = sweep.run(exclude={owed[0].id})
+    # The oldest is skipped, t=0 and t=70 deliver, t=140 ≥ 120 leaves the last two.
+    assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (2, 3, True)
+    assert notice_row(engine, owed[0].id).DeliveredAt is None
 
 
 def test_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(

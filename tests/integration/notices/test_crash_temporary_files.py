@@ -228,3 +228,28 @@ def test_the_blob_container_writes_no_temporary_so_it_has_no_leftovers_to_remove
     blob = BlobContainerTransport("notices", blob_service_uri="https://account.blob.example")
     assert not isinstance(blob, LeavesTemporaryFiles)
     assert isinstance(PickupDirectoryTransport(pickup), LeavesTemporaryFiles)
+
+
+def test_a_leftover_that_cannot_be_removed_is_kept_named_by_its_error_type_and_the_others_go(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An immutable file is one even root cannot unlink: the stand-in for another user's
+    # temporary in a sticky directory.
+    kept = _temporary_named_as_the_transport_names_it(pickup, uuid.uuid4())
+    removable = _temporary_named_as_the_transport_names_it(pickup, uuid.uuid4())
+    for leftover in (kept, removable):
+        _age(leftover, clock.now(), timedelta(days=1))
+    made = subprocess.run(["chattr", "+i", str(kept)], capture_output=True, check=False)
+    if made.returncode != 0:
+        pytest.skip("this file system has no immutable files (chattr +i)")
+    try:
+        with caplog.at_level(logging.WARNING, logger="azurebank.notices.sweep"):
+            summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup)).run()
+        remaining = [p.name for p in pickup.iterdir()]
+    finally:
+        subprocess.run(["chattr", "-i", str(kept)], check=True)
+    assert remaining == [kept.name] and summary.leftovers_removed == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"] == [
+        "Notice sweep by function/test/1/0000aaaa could not remove 1 leftover temporary files: "
+        "PermissionError"
+    ]

@@ -14,14 +14,29 @@ from sqlalchemy import Engine
 
 from azurebank_cli import exits
 from azurebank_cli.main import main
+from shared.clock import FakeClock
+from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
+from shared.notices.notify import NotifyExit, drain
+from shared.notices.status import OwedBacklog, owed_backlog_reader, read_owed_status
+from shared.notices.sweep import NoticeSweepSummary
+from shared.notices.transports import PickupDirectoryTransport
 from tests.support.checkout import run_python
 from tests.support.hosts import CONTACT
-from tests.support.notices import add_notice, make_sweep, notice_row, owed_notices
+from tests.support.notices import (
+    START,
+    FailingTransport,
+    SlowTransport,
+    add_notice,
+    make_sweep,
+    notice_row,
+    owed_notices,
+)
 from tests.support.users import add_user
 
 OTHER = "api/host-x/4242/0badf00d"
+VERB = "verb/host-v/77/0000beef"
 
 
 @pytest.fixture
@@ -289,6 +304,161 @@ def test_notices_status_shows_owed_rows_their_holders_and_the_oldest_owed_rows_a
     assert status["oldestOwed"]["noticeId"] == str(oldest)
     assert 3700 < status["oldestOwed"]["ageSeconds"] < 3800
     assert [(h["runner"], h["rows"], h["live"]) for h in status["holders"]] == [(OTHER, 1, True)]
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_reports_each_sweep_to_its_progress_and_names_its_runner_target_and_sweeps(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed_notices(engine, 3)
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=VERB, batch_size=2)
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(sweeps: int, summary: NoticeSweepSummary, delivered: int) -> None:
+        seen.append((sweeps, summary.claimed, delivered))
+
+    report = drain(sweep, engine, clock, progress=progress)
+    # A full batch is followed by another sweep; one that leaves room unfilled is the last.
+    assert seen == [(1, 2, 2), (2, 1, 3)]
+    assert (report.runner, report.target, report.sweeps) == (
+        VERB,
+        "pickup directory (Notices__PickupDirectory)",
+        2,
+    )
+
+
+@pytest.mark.adr("0048", "D5")
+def test_a_row_that_fails_is_attempted_once_per_notify_run_however_many_sweeps_follow(
+    engine: Engine, clock: FakeClock
+) -> None:
+    owed = owed_notices(engine, 2)
+    failing = FailingTransport()
+    report = drain(make_sweep(engine, clock, failing, runner=VERB, batch_size=1), engine, clock)
+    # The first sweep fills its batch of one with a row that fails; the second holds that row
+    # (no room for the other) and does not try it again.
+    assert (report.sweeps, failing.attempts) == (2, 1)
+    assert [o.notice_id for o in report.failed] == [owed[0].id]
+    assert report.exit_code == NotifyExit.FAILED
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_names_other_runners_live_leases_at_exit_and_not_their_lapsed_ones(
+    engine: Engine, clock: FakeClock
+) -> None:
+    live = "function/host-y/5/0000cafe"
+    with unit_of_work(engine) as session:
+        blank = add_user(session, email=" ").user_id
+        add_notice(session, blank, created_at=START)  # fails, and fills the batch of one
+        user_id = add_user(session).user_id
+        for by, until in (
+            (OTHER, START - timedelta(minutes=1)),
+            (live, START + timedelta(hours=1)),
+        ):
+            add_notice(
+                session,
+                user_id,
+                created_at=START + timedelta(seconds=1),
+                leased_by=by,
+                leased_until=until,
+            )
+        session.commit()
+    report = drain(
+        make_sweep(engine, clock, FailingTransport(), runner=VERB, batch_size=1), engine, clock
+    )
+    assert [(h.runner, h.rows) for h in report.held_by_others] == [(live, 1)]
+    assert report.released == 1
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_whose_database_goes_before_it_lets_go_fails_whole_naming_the_fault_only(
+    engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owed_notices(engine, 1)
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=VERB)
+    gone = build_engine(f"sqlite:///{tmp_path / 'gone' / 'bank.db'}")
+    try:
+        with caplog.at_level(logging.ERROR, logger="azurebank.notices.notify"):
+            report = drain(sweep, gone, clock)
+    finally:
+        gone.dispose()
+    assert (report.delivered, report.failed_whole) == (1, "DatabaseUnavailable")
+    assert report.exit_code == NotifyExit.FAILED
+    assert [r.getMessage() for r in caplog.records] == [
+        "notify could not release its rows or read other holders: DatabaseUnavailable"
+    ]
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_whose_sweep_fails_whole_stops_and_still_names_other_runners_leases(
+    engine: Engine, clock: FakeClock, pickup: Path, tmp_path: Path
+) -> None:
+    with unit_of_work(engine) as session:
+        user_id = add_user(session).user_id
+        add_notice(session, user_id, leased_by=OTHER, leased_until=START + timedelta(hours=1))
+        session.commit()
+    gone = build_engine(f"sqlite:///{tmp_path / 'gone' / 'bank.db'}")
+    try:
+        sweep = make_sweep(gone, clock, PickupDirectoryTransport(pickup), runner=VERB)
+        report = drain(sweep, engine, clock)
+    finally:
+        gone.dispose()
+    assert (report.sweeps, report.failed_whole) == (1, "DatabaseUnavailable")
+    assert [h.runner for h in report.held_by_others] == [OTHER]
+    assert report.exit_code == NotifyExit.FAILED
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_that_outlives_its_lease_stops_and_lets_go_of_what_it_did_not_try(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed = owed_notices(engine, 3)
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
+    report = drain(make_sweep(engine, clock, slow, runner=VERB, lease_seconds=120), engine, clock)
+    # t=0 and t=70 deliver; at t=140 the lease (120 s) has lapsed: the third is not tried.
+    assert (report.sweeps, report.delivered, report.lease_lapsed) == (1, 2, True)
+    assert report.exit_code == NotifyExit.FAILED
+    row = notice_row(engine, owed[2].id)
+    assert (row.DeliveredAt, row.LeasedBy, row.LeasedUntil) == (None, None, None)
+
+
+def test_the_backlog_gauges_read_nothing_owed_as_zero_and_otherwise_the_oldest_rows_age(
+    engine: Engine, clock: FakeClock
+) -> None:
+    read = owed_backlog_reader(engine, clock)
+    assert read() == OwedBacklog(owed=0, oldest_owed_age=timedelta(0))
+    owed_notices(engine, 2, start=START - timedelta(minutes=5))
+    assert read() == OwedBacklog(owed=2, oldest_owed_age=timedelta(minutes=5))
+
+
+def test_status_of_nothing_owed_is_none_free_no_holder_and_no_oldest_row(engine: Engine) -> None:
+    with unit_of_work(engine) as session:
+        status = read_owed_status(session, START)
+    assert (status.owed, status.free, status.held_live, status.holders) == (0, 0, 0, ())
+    assert (status.oldest_owed_id, status.oldest_owed_at, status.oldest_owed_age) == (None,) * 3
+
+
+def test_status_names_the_lowest_id_among_the_oldest_and_a_lease_ending_now_as_lapsed(
+    engine: Engine,
+) -> None:
+    lease_end = START + timedelta(minutes=2)
+    with unit_of_work(engine) as session:
+        user_id = add_user(session).user_id
+        same_instant = [add_notice(session, user_id, created_at=START) for _ in range(4)]
+        add_notice(
+            session,
+            user_id,
+            created_at=START + timedelta(seconds=1),
+            leased_by=OTHER,
+            leased_until=lease_end,
+        )
+        session.commit()
+    with unit_of_work(engine) as session:
+        status = read_owed_status(session, lease_end)
+    assert status.oldest_owed_id == min(same_instant)  # CreatedAt, then Id, as the claim orders
+    assert status.oldest_owed_age == timedelta(minutes=2)
+    # A lease proves only that it is unexpired: one ending at this instant holds nothing.
+    assert (status.owed, status.free, status.held_live) == (5, 5, 0)
+    assert [(h.runner, h.rows, h.live(status.now)) for h in status.holders] == [(OTHER, 1, False)]
 
 
 # --- real processes ---------------------------------------------------------------------------
