@@ -120,10 +120,6 @@ def _flag(text: str) -> bool:
     raise _Refused("Input should be a valid boolean, unable to interpret input")
 
 
-def _text(text: str) -> str:
-    return text
-
-
 def _runner(text: str) -> NoticeRunner:
     # The .NET configuration binder parses enums case-insensitively; an operator who writes
     # `function` in the portal means Function, and the two hosts must agree on it.
@@ -156,7 +152,7 @@ def whole(default: int, low: int, high: int) -> Any:
 
 
 def text(*, blank_is_unset: bool = False) -> Any:
-    return parsed(None, _text, blank=None if blank_is_unset else _PARSED)
+    return parsed(None, str, blank=None if blank_is_unset else _PARSED)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -195,7 +191,7 @@ class NoticesSettings:
     PeriodSeconds: int = whole(15, 1, 3600)
     LeaseSeconds: int = whole(120, 2, 86400)
     BatchSize: int = whole(100, 1, 1000)
-    Schedule: str = parsed(DEFAULT_SCHEDULE, _text)
+    Schedule: str = parsed(DEFAULT_SCHEDULE, str)
 
 
 @dataclass(frozen=True, repr=False, eq=False)

@@ -76,13 +76,12 @@ class Faulty:
 
 @pytest.fixture
 def faulty(fresh_postgres_url: str, tmp_path: Path) -> Iterator[Faulty]:
-    upstream = make_url(fresh_postgres_url)
     user = make_user(fresh_postgres_url, balance=100, accounts=2)
     enrol_pin(fresh_postgres_url, user.user_id)
     token = issue_token(
         load_settings({"Auth__SigningKey": SIGNING_KEY}), SystemClock(), user.user_id
     )
-    with FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as proxy:
+    with FaultProxy.in_front_of(fresh_postgres_url) as proxy:
         env = clean_environ(proxy.url(fresh_postgres_url), Auth__SigningKey=SIGNING_KEY, **BOUNDS)
         with served(env, tmp_path / "serve.log") as server:
             faulty = Faulty(

@@ -233,6 +233,12 @@ class FaultProxy:
         self._listener: socket.socket | None = None
         self._acceptor: threading.Thread | None = None
 
+    @classmethod
+    def in_front_of(cls, database_url: str) -> FaultProxy:
+        """A proxy to the server `database_url` names (not started: `with` starts it)."""
+        upstream = make_url(database_url)
+        return cls((upstream.host or "127.0.0.1", upstream.port or 5432))
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> FaultProxy:

@@ -11,7 +11,6 @@ from contextlib import ExitStack
 
 import pytest
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import make_url
 
 from shared.db.engine import EngineOptions, build_engine
 from shared.db.uow import unit_of_work
@@ -33,8 +32,7 @@ BOUNDS = EngineOptions(
 
 @pytest.fixture
 def proxy(postgres_url: str) -> Iterator[FaultProxy]:
-    upstream = make_url(postgres_url)
-    with FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as running:
+    with FaultProxy.in_front_of(postgres_url) as running:
         yield running
 
 

@@ -30,8 +30,7 @@ def _conninfo(url: str) -> str:
 
 @pytest.fixture
 def proxy(postgres_url: str) -> Iterator[FaultProxy]:
-    upstream = make_url(postgres_url)
-    with FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as running:
+    with FaultProxy.in_front_of(postgres_url) as running:
         yield running
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, update
-from sqlalchemy.engine import make_url
 
 from shared.clock import FakeClock
 from shared.db.engine import EngineOptions, build_engine, get_engine
@@ -55,8 +54,7 @@ class CutAfterDelivery:
 
 @pytest.fixture
 def proxy(fresh_postgres_url: str) -> Iterator[FaultProxy]:
-    upstream = make_url(fresh_postgres_url)
-    with FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as running:
+    with FaultProxy.in_front_of(fresh_postgres_url) as running:
         yield running
 
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
-from sqlalchemy.engine import make_url
 
 from shared.db.engine import get_engine
 from shared.db.schema import Account, Transaction
@@ -93,9 +92,8 @@ def test_a_commit_that_landed_with_its_reply_lost_answers_its_own_first_answer_n
 ) -> None:
     # The suite's fault proxy drops the reply to the transfer's COMMIT, which the server made:
     # the app asks the key, finds its own answer stored, and answers it as the first answer.
-    upstream = make_url(fresh_postgres_url)
     with (
-        FaultProxy((upstream.host or "127.0.0.1", upstream.port or 5432)) as proxy,
+        FaultProxy.in_front_of(fresh_postgres_url) as proxy,
         open_bank(proxy.url(fresh_postgres_url)) as bank,
     ):
         alice, bob = bank.customer(balance=100), bank.customer()
