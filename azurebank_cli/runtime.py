@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from shared.clock import utc_text
-from shared.identity import claims
+from shared.identity import tokens
 from shared.notices.status import LeaseHolder
 
 T = TypeVar("T")
@@ -27,9 +27,9 @@ def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[
 
 
 def user_id(text: str) -> str:
-    """An argparse `type`: the verifier's own rule for a token's `sub` (shared.identity.claims),
+    """An argparse `type`: the verifier's own rule for a token's `sub` (shared.identity.tokens),
     so a token it would refuse is refused here, and no surrounding spaces (no Id holds them)."""
-    if claims.user_id(text) is None or text != text.strip():
+    if tokens.user_id(text) is None or text != text.strip():
         raise argparse.ArgumentTypeError("must be an AspNetUsers.Id (1 to 450 characters)")
     return text
 
