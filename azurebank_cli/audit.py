@@ -10,8 +10,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import print_report
-from azurebank_cli.terminal import shows_progress
+from azurebank_cli.runtime import print_report, shows_progress
 from shared.audit.verify import ChainReport, walk_chain
 from shared.bootstrap import bootstrap
 from shared.db.faults import driver_error_name
@@ -67,11 +66,7 @@ def _as_json(report: ChainReport) -> dict[str, Any]:
         "rows": report.rows,
         "lastSequence": report.last_sequence,
         "findings": [
-            {
-                "sequence": f.sequence,
-                "id": str(f.id) if f.id else None,
-                "problem": f.problem,
-            }
+            {"sequence": f.sequence, "id": str(f.id) if f.id else None, "problem": f.problem}
             for f in report.findings
         ],
         "hint": WRONG_KEY_HINT if report.every_row_fails_hmac else None,

@@ -12,26 +12,11 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import print_report
+from azurebank_cli.runtime import checked, print_report
 from shared.bootstrap import database_url
 from shared.db import grant_sql, migrate
 from shared.db.engine import build_engine
 from shared.settings import fix_for, load_settings
-
-
-def _principal(text: str) -> str:
-    if not grant_sql.valid_principal(text):
-        raise argparse.ArgumentTypeError(
-            "must be 1 to 128 letters, digits or . _ @ -, starting with a letter or digit"
-        )
-    return text
-
-
-def _object_id(text: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("must be a GUID (the identity's principal id)") from None
 
 
 def register(sub: Any) -> None:
@@ -45,14 +30,18 @@ def register(sub: Any) -> None:
     )
     grant.add_argument(
         "--principal",
-        type=_principal,
+        type=checked(
+            str,
+            "must be 1 to 128 letters, digits or . _ @ -, starting with a letter or digit",
+            grant_sql.valid_principal,
+        ),
         required=True,
         help="the app identity's name (SQL Server: the managed identity's Entra name; "
         "PostgreSQL: the role)",
     )
     grant.add_argument(
         "--object-id",
-        type=_object_id,
+        type=checked(uuid.UUID, "must be a GUID (the identity's principal id)"),
         help="SQL Server only: the identity's principal (object) id, so the server binds the "
         "user to it without a directory look-up",
     )

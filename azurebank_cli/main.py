@@ -1,4 +1,4 @@
-"""`azurebank`: one parser, one module per command group, exit codes from azurebank_cli.exits."""
+"""`azurebank`: one parser, the commands its modules register, exit codes in azurebank_cli.exits."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ from typing import NoReturn
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from azurebank_cli import audit, db, exits, keys, notices, notify, serve, smoke, token, users
+from azurebank_cli import audit, db, exits, notices, serve, smoke, token, users
 from shared.db.faults import driver_error_name
 from shared.errors import DatabaseFault
 from shared.settings import SettingsError
 
-COMMAND_MODULES = (db, users, token, keys, serve, smoke, notify, notices, audit)
+# In help's order: token registers `token` then `keys`, notices `notify` then `notices`.
+COMMAND_MODULES = (db, users, token, serve, smoke, notices, audit)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,9 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return exits.CONFIG
     except (DatabaseFault, SQLAlchemyError) as exc:
-        # A fault, or an error of no kind the domain names (an unmigrated database): the driver
-        # error's type only, its message can carry the host or the SQL. No command answers with a
-        # traceback (docs/cli.md).
+        # A fault, or an unmigrated database: the driver error's type only, its message can carry
+        # the host or the SQL; no command answers with a traceback (docs/cli.md).
         print(
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
@@ -51,7 +51,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return exits.FAILURE
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

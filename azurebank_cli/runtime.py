@@ -1,17 +1,34 @@
-"""What the commands share: argument types, and how a report is printed."""
+"""What the commands share: argument types, when to show progress, and how a report is printed."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from shared.clock import utc_text
-from shared.identity import claims
-from shared.notices.status import LeaseHolder
+from shared.identity import tokens
 
 T = TypeVar("T")
+
+
+def checked(
+    parse: Callable[[str], T], message: str, holds: Callable[[T], bool] = lambda _value: True
+) -> Callable[[str], T]:
+    """An argparse `type`: what `parse` reads, when it reads and `holds`; anything else is a usage
+    error saying `message`."""
+
+    def check(text: str) -> T:
+        try:
+            value = parse(text)
+        except (ValueError, ArithmeticError):  # Decimal's InvalidOperation is an ArithmeticError
+            raise argparse.ArgumentTypeError(message) from None
+        if not holds(value):
+            raise argparse.ArgumentTypeError(message)
+        return value
+
+    return check
 
 
 def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
@@ -26,12 +43,19 @@ def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[
     return parse
 
 
-def user_id(text: str) -> str:
-    """An argparse `type`: the verifier's own rule for a token's `sub` (shared.identity.claims),
-    so a token it would refuse is refused here, and no surrounding spaces (no Id holds them)."""
-    if claims.user_id(text) is None or text != text.strip():
-        raise argparse.ArgumentTypeError("must be an AspNetUsers.Id (1 to 450 characters)")
-    return text
+# The verifier's own rule for a token's `sub`, so a token it would refuse is refused here, and no
+# surrounding spaces (no Id holds them).
+user_id = checked(
+    str,
+    "must be an AspNetUsers.Id (1 to 450 characters)",
+    lambda text: tokens.user_id(text) is not None and text == text.strip(),
+)
+
+
+def shows_progress() -> bool:
+    """Only when both stdout and stderr are a terminal: output piped (`| tee run.log`) shows no
+    progress even though stderr is still the operator's terminal (docs/cli.md)."""
+    return sys.stdout.isatty() and sys.stderr.isatty()
 
 
 def print_report(
@@ -47,13 +71,3 @@ def print_report(
     else:
         for line in lines(report):
             print(line)
-
-
-def holder_json(holder: LeaseHolder) -> dict[str, Any]:
-    """A runner holding owed rows, as `notices status --json` and `notify --json` name it."""
-    return {
-        "runner": holder.runner,
-        "rows": holder.rows,
-        "firstLapse": utc_text(holder.first_lapse),
-        "leasedUntil": utc_text(holder.last_lapse),
-    }

@@ -8,7 +8,6 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 from azurebank_cli import exits
@@ -62,11 +61,7 @@ def _stop_signals_end_cleanly() -> Iterator[None]:
     """SIGTERM and SIGINT end `serve` with exit 0 once uvicorn has shut down cleanly: uvicorn
     restores the handlers it found and raises the signal again, so with the defaults SIGTERM
     would kill the process (exit 143) after the clean shutdown. These do nothing."""
-
-    def _stopped(_signum: int, _frame: FrameType | None) -> None:
-        return None
-
-    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:

@@ -1,9 +1,14 @@
-"""`azurebank token`: a local bearer token for a user (only with Auth__SigningKey)."""
+"""`azurebank token`: a local bearer token for a user (only with Auth__SigningKey). `azurebank keys
+generate SETTING`: a new random value for one of the two keys, printed once, for the deployment's
+hook to store in Key Vault (infra/hooks/) or an operator rotating a key."""
 
 from __future__ import annotations
 
 import argparse
+import base64
+import secrets
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from azurebank_cli import exits
@@ -11,6 +16,13 @@ from azurebank_cli.runtime import user_id, whole_number
 from shared.clock import SystemClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import load_settings
+
+# 32 random bytes at least, each: the chain key is an HMAC-SHA256 key, decoded from base64 by
+# the settings model; the signing key is an HS256 secret, read as text.
+GENERATORS: dict[str, Callable[[], str]] = {
+    "Audit__ChainKey": lambda: base64.b64encode(secrets.token_bytes(32)).decode(),
+    "Auth__SigningKey": lambda: secrets.token_urlsafe(48),
+}
 
 
 def register(sub: Any) -> None:
@@ -23,6 +35,13 @@ def register(sub: Any) -> None:
         help="lifetime, 1 to 1440 minutes (default 60)",
     )
     tok.set_defaults(run=_token)
+    keys = sub.add_parser("keys", help="the app's two keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True, parser_class=type(keys))
+    generate = keys_sub.add_parser(
+        "generate", help="print a new random value for Audit__ChainKey or Auth__SigningKey"
+    )
+    generate.add_argument("setting", choices=sorted(GENERATORS), help="which key")
+    generate.set_defaults(run=_generate)
 
 
 def _token(args: argparse.Namespace) -> int:
@@ -31,4 +50,9 @@ def _token(args: argparse.Namespace) -> int:
     except TokenSigningUnavailable as exc:
         print(exc, file=sys.stderr)
         return exits.CONFIG
+    return exits.OK
+
+
+def _generate(args: argparse.Namespace) -> int:
+    print(GENERATORS[args.setting]())
     return exits.OK

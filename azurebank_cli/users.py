@@ -9,7 +9,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import whole_number
+from azurebank_cli.runtime import checked, whole_number
 from shared.bootstrap import bootstrap
 from shared.db.uow import unit_of_work
 from shared.identity.users import UserExists, add_user
@@ -38,27 +38,20 @@ def _amount(text: str) -> Decimal:
     return value
 
 
-def _email(text: str) -> str:
-    # The address every notice of this user goes to: refuse one the renderer cannot write.
-    if address_problem(text) is not None or text != text.strip():
-        raise argparse.ArgumentTypeError(
-            "must be one plain address (name@example.com), at most 254 characters"
-        )
-    return text
-
-
-def _tag(text: str) -> str:
-    if not text.strip() or len(text) > MAX_TAG or text != text.strip():
-        raise argparse.ArgumentTypeError(
-            f"must be 1 to {MAX_TAG} characters, no leading or trailing spaces"
-        )
-    return text
-
-
-def _password(text: str) -> str:
-    if not text or len(text) > MAX_PASSWORD:
-        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PASSWORD} characters")
-    return text
+# The address every notice of this user goes to: refuse one the renderer cannot write.
+_email = checked(
+    str,
+    "must be one plain address (name@example.com), at most 254 characters",
+    lambda text: address_problem(text) is None and text == text.strip(),
+)
+_tag = checked(
+    str,
+    f"must be 1 to {MAX_TAG} characters, no leading or trailing spaces",
+    lambda text: 0 < len(text) <= MAX_TAG and text == text.strip(),
+)
+_password = checked(
+    str, f"must be 1 to {MAX_PASSWORD} characters", lambda text: 0 < len(text) <= MAX_PASSWORD
+)
 
 
 def register(sub: Any) -> None:

@@ -34,7 +34,6 @@ class JwksKeys:
         self._tried_at: datetime | None = None
 
     def key(self, kid: str) -> jwt.PyJWK | None:
-        """The signing key named `kid`, or None when the key set does not hold it."""
         with self._lock:
             now = self._clock.now()
             fresh = _within(self._fetched_at, now, self.MAX_AGE_SECONDS) and kid in self._keys

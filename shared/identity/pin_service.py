@@ -4,6 +4,7 @@ and the owed notice in one transaction (docs/security.md#the-step-up-pin-check).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, select, update
 
@@ -24,32 +25,23 @@ from shared.identity.refusals import (
 )
 from shared.money.ports import PinCheck
 
-# The message a malformed PIN field is refused with (400 VALIDATION_FAILED).
 PIN_FORMAT = "must be 4 to 6 digits (0-9)"
 
 
+@dataclass(frozen=True)
 class PinChanges:
     """PIN enrolment and change for one host: the unit-of-work boundary of both (they commit)."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        clock: Clock,
-        audit: AuditAppender,
-        pins: PinCheck,
-        *,
-        hash_iterations: int = DEFAULT_ITERATIONS,
-    ) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._audit = audit
-        self._pins = pins
-        self._iterations = hash_iterations
+    engine: Engine
+    clock: Clock
+    audit: AuditAppender
+    pins: PinCheck
+    hash_iterations: int = field(default=DEFAULT_ITERATIONS, kw_only=True)
 
     def enrol(self, user_id: str, *, password: str, pin: str) -> uuid.UUID:
         """Enrol the caller's first PIN; return the audit row's Id. Rungs (docs/http.md): 401
         INVALID_PASSWORD · 409 PIN_ALREADY_ENROLLED · 400 VALIDATION_FAILED (the PIN's format)."""
-        with unit_of_work(self._engine) as session:
+        with unit_of_work(self.engine) as session:
             row = session.execute(
                 select(AspNetUser.PasswordHash, AspNetUser.PinHash).where(AspNetUser.Id == user_id)
             ).first()
@@ -75,18 +67,18 @@ class PinChanges:
         # A malformed new PIN is refused before an attempt is spent on the current one.
         if not is_valid_pin(new_pin):
             raise ValidationFailed("newPin", PIN_FORMAT)
-        self._pins(user_id, current_pin)
+        self.pins(user_id, current_pin)
         return self._write(user_id, NoticeKind.PIN_CHANGED, new_pin)
 
     def _write(self, user_id: str, kind: NoticeKind, pin: str) -> uuid.UUID:
         """The new PIN's hash, its audit row and the owed notice naming that row, in one
         transaction that commits; hashed before it opens, so no lock waits on PBKDF2."""
-        new_hash = hash_secret(pin, iterations=self._iterations)
+        new_hash = hash_secret(pin, iterations=self.hash_iterations)
         enrolling = kind is NoticeKind.PIN_ENROLLED
-        with writing_unit_of_work(self._engine) as session:
-            now = self._clock.now()
+        with writing_unit_of_work(self.engine) as session:
+            now = self.clock.now()
             # append takes the chain's tail first (docs/architecture.md#lock-order).
-            audit_id = self._audit.append(
+            audit_id = self.audit.append(
                 session, actor_user_id=user_id, event=kind.value, occurred_at=now
             )
             # An enrolment is conditional, so of two concurrent ones exactly one sets the PIN;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, and_, case, literal, null, or_, select, update
@@ -35,7 +36,6 @@ SecretVerifier = Callable[[str | None, str], bool]
 
 
 def is_valid_pin(pin: str) -> bool:
-    """4 to 6 ASCII digits, nothing else."""
     return PIN_PATTERN.fullmatch(pin) is not None
 
 
@@ -79,17 +79,17 @@ def verify_pin(
         commit_unit(session, unknown=PinAttemptOutcomeUnknown)
 
 
+@dataclass(frozen=True)
 class PinVerifier:
     """The step-up PIN check of one host (the mint's and the change's): `verify_pin` on the
     host's engine, clock and Pin section. Satisfies `shared.money.ports.PinCheck`."""
 
-    def __init__(self, engine: Engine, clock: Clock, pin_settings: PinSettings) -> None:
-        self._engine = engine
-        self._clock = clock
-        self._settings = pin_settings
+    engine: Engine
+    clock: Clock
+    pin_settings: PinSettings
 
     def __call__(self, user_id: str, pin: str | None) -> None:
-        verify_pin(self._engine, self._clock, self._settings, user_id, pin)
+        verify_pin(self.engine, self.clock, self.pin_settings, user_id, pin)
 
 
 def _reserve_attempt(

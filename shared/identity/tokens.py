@@ -1,13 +1,16 @@
-"""Issuing local bearer tokens (`azurebank token`): HS256 under `Auth__SigningKey` only.
-Production tokens come from the identity provider and are verified against `Auth__JwksUrl`."""
+"""Bearer tokens: local ones issued (`azurebank token`, HS256 under `Auth__SigningKey` only), and
+verified by docs/security.md's rules, production ones against `Auth__JwksUrl`. A claim's value is
+checked before any clock comparison and any SQL (docs/security.md#claims)."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from shared.clock import Clock
-from shared.identity.claims import numeric_date, user_id
+from shared.db.schema import AspNetUser
+from shared.db.storable_text import column_length, unstorable_reason
 from shared.settings import Settings
 
 if TYPE_CHECKING:
@@ -17,9 +20,37 @@ if TYPE_CHECKING:
 
     from shared.identity.jwks import JwksKeys
 
+# The largest NumericDate a datetime can hold (9999-12-31T23:59:59Z). Beyond it a "time" is a
+# token that never expires or never starts, not an instant.
+NUMERIC_DATE_MAX = 253_402_300_799
+
+# AspNetUsers.Id, the column `sub` is compared with: nvarchar(450) on SQL Server counts UTF-16
+# code units, so that is the unit here (PostgreSQL's varchar counts characters, never more).
+USER_ID_MAX_UTF16_UNITS = column_length(AspNetUser.Id)
+
 # Used when Auth__Issuer / Auth__Audience are unset; the verifier applies the same defaults.
 LOCAL_ISSUER = "azurebank-local"
 LOCAL_AUDIENCE = "azurebank"
+
+
+def numeric_date(value: object) -> int | None:
+    """A time claim as whole seconds since the epoch, or None when it is not one."""
+    if isinstance(value, bool):  # Python's `True == 1`
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    if not isinstance(value, int) or not 0 <= value <= NUMERIC_DATE_MAX:
+        return None
+    return value
+
+
+def user_id(value: object) -> str | None:
+    """`sub` as a key every database stores and compares alike, or None when it is not one."""
+    if not isinstance(value, str) or not value or value.endswith(" "):
+        return None
+    return value if unstorable_reason(value, USER_ID_MAX_UTF16_UNITS) is None else None
 
 
 class TokenSigningUnavailable(Exception):
@@ -51,13 +82,11 @@ class TokenVerifier:
     """Verifies a bearer token by docs/security.md's rules and returns its `sub` (AspNetUsers.Id);
     any failure is one answer, `InvalidToken`, carrying nothing about why."""
 
-    # Seconds of clock skew tolerated between the token's issuer and this host.
-    LEEWAY_SECONDS = 30
+    LEEWAY_SECONDS = 30  # clock skew tolerated between the token's issuer and this host
     JWKS_ALGORITHMS: tuple[str, ...] = ("RS256", "ES256")
     LOCAL_ALGORITHMS: tuple[str, ...] = ("HS256",)
 
     def __init__(self, settings: Settings, clock: Clock, *, jwks: JwksKeys | None) -> None:
-        """`jwks`: Auth__JwksUrl's key set, handed in by shared.bootstrap exactly when it is set."""
         auth = settings.Auth
         if bool(auth.JwksUrl) != (jwks is not None):
             raise ValueError("a key set is handed in exactly when Auth__JwksUrl is set")
@@ -84,7 +113,6 @@ class TokenVerifier:
         return sub
 
     def _decode(self, token: str) -> dict[str, Any]:
-        """The claims of a token whose signature, algorithm, issuer and audience hold."""
         import jwt
 
         key: jwt.PyJWK | str

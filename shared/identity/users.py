@@ -64,7 +64,6 @@ def add_user(
 
 
 def _taken(session: Session, email: str, azure_tag: str) -> bool:
-    """Whether a user already has this email or AzureTag."""
     taken = session.scalar(
         select(AspNetUser.Id).where(
             or_(

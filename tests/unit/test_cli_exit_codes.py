@@ -31,7 +31,7 @@ def test_a_wrong_command_line_exits_64(argv: list[str], capsys: pytest.CaptureFi
 def test_token_refuses_a_user_id_the_verifier_would_refuse_with_64(
     user: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The token's `sub` is held to the verifier's rule (shared.identity.claims.user_id):
+    """The token's `sub` is held to the verifier's rule (shared.identity.tokens.user_id):
     AspNetUsers.Id counts UTF-16 units, so 300 emoji are 600 of its 450."""
     with pytest.raises(SystemExit) as exited:
         main(["token", "--user", user])

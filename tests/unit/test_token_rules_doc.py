@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from shared.identity.claims import NUMERIC_DATE_MAX, USER_ID_MAX_UTF16_UNITS
 from shared.identity.jwks import JwksKeys
-from shared.identity.tokens import TokenVerifier
+from shared.identity.tokens import NUMERIC_DATE_MAX, USER_ID_MAX_UTF16_UNITS, TokenVerifier
 from tests.support.checkout import REPO
 
 DOC = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
