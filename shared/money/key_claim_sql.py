@@ -1,13 +1,7 @@
 """The Idempotency-Key's claim, the first statement of every money transaction, and the one
-module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works).
-
-The claim inserts the key's row (`InProgress`) unless the key has one, and answers its Id when it
-did; the row stays uncommitted until the money's own commit completes it, so a duplicate's claim
-waits on the unique (UserId, Operation, Key) for that transaction to end. PostgreSQL's also sets
-`client_connection_check_interval` for its transaction, so a backend whose client died while it
-waited on a lock rolls back within the interval; SQL Server's range lock (UPDLOCK, HOLDLOCK) makes
-the read and the insert one step.
-"""
+module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works:
+PostgreSQL's also bounds how long a dead client's backend waits, SQL Server's range lock makes the
+read and the insert one step)."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import IdempotencyRecord
 
 _COLUMNS = IdempotencyRecord.__table__.c
-# The bound values, typed by the columns they are written to (ids, instants, exact text).
+# The bound values, typed by the columns they are written to.
 _PARAMETERS: dict[str, TypeEngine[Any]] = {
     "record_id": _COLUMNS.Id.type,
     "user_id": _COLUMNS.UserId.type,
