@@ -231,7 +231,7 @@ EQUIVALENT |= {
     "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_1": _NEVER_READ,
     "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_2": _NEVER_READ,
     "shared.money.idempotency.xǁ_Replayǁ__init____mutmut_3": _NEVER_READ,
-    "shared.money.retry.xǁCommitLostǁ__init____mutmut_4": _NEVER_READ,
+    "shared.money.idempotency.xǁCommitLostǁ__init____mutmut_4": _NEVER_READ,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,

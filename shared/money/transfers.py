@@ -1,7 +1,7 @@
 """The external transfer: spends a minted authorization under the user's application lock, with
 the day decided against the instant of the spend (docs/decisions.md#adr-0050-d4).
 
-    the pre-check's one read (shared/money/precheck.py): a replay, or the rungs before the lock
+    the pre-check's one read: a replay, or the rungs before the lock
     → retry loop { the key's claim → application lock → both accounts → authoritative sum →
       balance → tail lock → ONE round trip of writes (transfer_write_sql) → commit }
 
@@ -14,14 +14,20 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, NoReturn
+from typing import Any, NoReturn
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from shared.audit.appender import AuditAppender
-from shared.clock import Clock
-from shared.db.schema import AuthorizationStatus, TransferAuthorization
+from shared.clock import Clock, utc_day
+from shared.db.prebuilt import prebuilt
+from shared.db.schema import (
+    AspNetUser,
+    AuthorizationStatus,
+    IdempotencyRecord,
+    TransferAuthorization,
+)
 from shared.db.uow import one_read
 from shared.money.accounts import (
     AccountState,
@@ -30,21 +36,33 @@ from shared.money.accounts import (
     open_account_and_primary_account,
 )
 from shared.money.applock_sql import DailyLimitLock
-from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, SuccessRecord, run_keyed
-from shared.money.payees import Payee
-from shared.money.precheck import pre_check
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
+from shared.money.idempotency import (
+    Answer,
+    HeldKey,
+    IdempotencyClaim,
+    LostRace,
+    committed_answer,
+    key_match,
+    key_parameters,
+    run_keyed,
+    stored_answer,
+)
+from shared.money.payees import (
+    Payee,
+    judge_payee,
+    payee_columns,
+    payee_match,
+    refuse_an_unstorable_tag,
+)
 from shared.money.refusals import (
     AuthorizationExpired,
     AuthorizationInvalid,
+    AuthorizationRequired,
     InsufficientFunds,
     PayeeInvalid,
 )
-from shared.money.retry import LostRace
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
-
-if TYPE_CHECKING:
-    from shared.audit.chain import SealedAuditRow
 
 TRANSFER_COMPLETED = "TransferCompleted"
 
@@ -119,26 +137,11 @@ class TransferService:
         # Rendered before the tail lock: every instant under the tail is every transfer's.
         success = held.success(receipt, now)
         # The reads above were plain; the first row lock is in the writes, after the tail's.
-        audit_row = self._seal(session, user_id, order, receipt)
-        outcome = self.writes(
-            session, _transfer_writes(order, receipt, (sender, receiver), audit_row, success)
-        )
-        # Whatever half-applied rolls back with the attempt, the audit row too.
-        if outcome.balances != 2:
-            raise LostRace()
-        if outcome.spent != 1:
-            _refuse_spend(session, order, now)
-        return success.answer()
-
-    def _seal(
-        self, session: Session, user_id: str, order: TransferOrder, receipt: TransferReceipt
-    ) -> SealedAuditRow:
-        """The audit row of the transfer, sealed under the chain's tail lock."""
-        return self.audit.seal(
+        audit_row = self.audit.seal(
             session,
             actor_user_id=user_id,
             event=TRANSFER_COMPLETED,
-            occurred_at=receipt.created_at,
+            occurred_at=now,
             details={
                 "transactionId": str(receipt.transaction_id),
                 "accountId": str(order.account_id),
@@ -146,6 +149,30 @@ class TransferService:
                 "amount": str(order.amount),
             },
         )
+        assert order.authorization_id is not None
+        writes = TransferWrites(
+            audit=audit_row,
+            balances=in_lock_order(
+                BalanceWrite(sender.Id, sender.Version, receipt.balance),
+                BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
+            ),
+            transaction_id=receipt.transaction_id,
+            transfer_in_id=uuid.uuid4(),
+            sender_id=sender.Id,
+            receiver_id=receiver.Id,
+            recipient_azure_tag=order.recipient_azure_tag,
+            amount=order.amount,
+            authorization_id=order.authorization_id,
+            now=now,
+            success=success,
+        )
+        outcome = self.writes(session, writes)
+        # Whatever half-applied rolls back with the attempt, the audit row too.
+        if outcome.balances != 2:
+            raise LostRace()
+        if outcome.spent != 1:
+            _refuse_spend(session, order, now)
+        return success.answer()
 
     def _parties(
         self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
@@ -169,33 +196,6 @@ class TransferService:
         return sender, receiver
 
 
-def _transfer_writes(
-    order: TransferOrder,
-    receipt: TransferReceipt,
-    parties: tuple[AccountState, AccountState],
-    audit_row: SealedAuditRow,
-    success: SuccessRecord,
-) -> TransferWrites:
-    assert order.authorization_id is not None
-    sender, receiver = parties
-    return TransferWrites(
-        audit=audit_row,
-        balances=in_lock_order(
-            BalanceWrite(sender.Id, sender.Version, receipt.balance),
-            BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
-        ),
-        transaction_id=receipt.transaction_id,
-        transfer_in_id=uuid.uuid4(),
-        sender_id=sender.Id,
-        receiver_id=receiver.Id,
-        recipient_azure_tag=order.recipient_azure_tag,
-        amount=order.amount,
-        authorization_id=order.authorization_id,
-        now=receipt.created_at,
-        success=success,
-    )
-
-
 def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
     """The spend matched no row: the authorization is no longer Pending and unexpired (of two
     spends of one authorization, the second lands here)."""
@@ -208,3 +208,87 @@ def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoRe
     if expires_at is not None and expires_at <= now:
         raise AuthorizationExpired()
     raise AuthorizationInvalid()
+
+
+def pre_check(
+    session: Session,
+    limit: DailyOutflowLimit,
+    claim: IdempotencyClaim[Any],
+    order: TransferOrder,
+    now: datetime,
+) -> Payee | Answer:
+    """The stored answer to replay, or the payee once the order passed every rung before the
+    locked transaction, in the rungs' order (docs/decisions.md#adr-0050-rung-table), the key's
+    record first: a transfer that committed has spent its authorization, so any rung below
+    would refuse its retry. Nothing here is authoritative, and the answers owe each other no
+    consistency, so one read serves them (bench/README.md, Transfers)."""
+    refuse_an_unstorable_tag(order.recipient_azure_tag)
+    if order.authorization_id is None:
+        # Only the key can answer before this rung; no authorization is not a value to bind.
+        replay = committed_answer(session, claim)
+        if replay is not None:
+            return replay
+        raise AuthorizationRequired()
+    user_id = claim.user_id
+    day_start, day_end = utc_day(now)
+    row = session.execute(
+        _pre_check_read(),
+        {
+            **key_parameters(claim),
+            "azure_tag": order.recipient_azure_tag,
+            "authorization_id": order.authorization_id,
+            "day_start": day_start,
+            "day_end": day_end,
+        },
+    ).one()
+    replay = stored_answer(claim, row.RequestHash, row.State, row.ResponseStatus, row.ResponseBody)
+    if replay is not None:
+        return replay
+    payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+    # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
+    if (
+        row.UserId != user_id
+        or row.AccountId != order.account_id
+        or row.RecipientAzureTag != order.recipient_azure_tag
+        or row.Amount != order.amount
+        or row.Status != AuthorizationStatus.PENDING.value
+    ):
+        raise AuthorizationInvalid()
+    if row.ExpiresAt <= now:
+        raise AuthorizationExpired()
+    limit.judge(user_id, order.amount, row.used, now)
+    return payee
+
+
+@prebuilt
+def _pre_check_read() -> Select[
+    str, str, int | None, str | None, str, int, str, uuid.UUID, str, Decimal, *tuple[Any, ...]
+]:
+    """One row whatever matches: a one-row anchor (SQL Server has no FROM-less join), outer-joined
+    to the key's record, the tag's user and the authorization, with the day's sum beside them."""
+    anchor = select(literal(1).label("one")).subquery("anchor")
+    payee_user_id, payee_open = payee_columns()
+    joined = (
+        anchor.outerjoin(IdempotencyRecord, key_match())
+        .outerjoin(AspNetUser, payee_match())
+        .outerjoin(
+            TransferAuthorization,
+            TransferAuthorization.Id
+            == bindparam("authorization_id", type_=TransferAuthorization.Id.type),
+        )
+    )
+    return select(
+        IdempotencyRecord.RequestHash,
+        IdempotencyRecord.State,
+        IdempotencyRecord.ResponseStatus,
+        IdempotencyRecord.ResponseBody,
+        payee_user_id.label("payee_user_id"),
+        payee_open.label("payee_open"),
+        TransferAuthorization.UserId,
+        TransferAuthorization.AccountId,
+        TransferAuthorization.RecipientAzureTag,
+        TransferAuthorization.Amount,
+        TransferAuthorization.Status,
+        TransferAuthorization.ExpiresAt,
+        daily_outflow_statement().scalar_subquery().label("used"),
+    ).select_from(joined)
