@@ -29,28 +29,6 @@ _PARAMETERS: dict[str, TypeEngine[Any]] = {
 # transaction runs or waits: cheap, and well inside the 2 s a retry after a crash is owed.
 CLIENT_CHECK_MS = 500
 
-_POSTGRESQL_CLAIM = """INSERT INTO "IdempotencyRecords"
-    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
-SELECT :record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now
-FROM (SELECT set_config('client_connection_check_interval', :client_check, true)) AS bounds
-ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
-RETURNING "Id\""""
-
-_MSSQL_CLAIM = """INSERT INTO [IdempotencyRecords]
-    ([Id], [UserId], [Operation], [Key], [RequestHash], [State], [CreatedAt])
-OUTPUT inserted.[Id]
-SELECT :record_id, :user_id, :operation, :key, :request_hash, N'InProgress', :now
-WHERE NOT EXISTS (
-    SELECT 1 FROM [IdempotencyRecords] WITH (UPDLOCK, HOLDLOCK)
-    WHERE [UserId] = :user_id AND [Operation] = :operation AND [Key] = :key
-)"""
-
-_SQLITE_CLAIM = """INSERT INTO "IdempotencyRecords"
-    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
-VALUES (:record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now)
-ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
-RETURNING "Id\""""
-
 
 def _typed(sql: str) -> TextClause:
     return text(sql).bindparams(*(bindparam(n, type_=t) for n, t in _PARAMETERS.items()))
@@ -58,15 +36,31 @@ def _typed(sql: str) -> TextClause:
 
 def postgresql_claim() -> TextClause:
     """PostgreSQL; the interval is text ('500ms'), as set_config takes it."""
-    return _typed(_POSTGRESQL_CLAIM)
+    return _typed("""INSERT INTO "IdempotencyRecords"
+    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
+SELECT :record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now
+FROM (SELECT set_config('client_connection_check_interval', :client_check, true)) AS bounds
+ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
+RETURNING "Id\"""")
 
 
 def mssql_claim() -> TextClause:
-    return _typed(_MSSQL_CLAIM)
+    return _typed("""INSERT INTO [IdempotencyRecords]
+    ([Id], [UserId], [Operation], [Key], [RequestHash], [State], [CreatedAt])
+OUTPUT inserted.[Id]
+SELECT :record_id, :user_id, :operation, :key, :request_hash, N'InProgress', :now
+WHERE NOT EXISTS (
+    SELECT 1 FROM [IdempotencyRecords] WITH (UPDLOCK, HOLDLOCK)
+    WHERE [UserId] = :user_id AND [Operation] = :operation AND [Key] = :key
+)""")
 
 
 def sqlite_claim() -> TextClause:
-    return _typed(_SQLITE_CLAIM)
+    return _typed("""INSERT INTO "IdempotencyRecords"
+    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
+VALUES (:record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now)
+ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
+RETURNING "Id\"""")
 
 
 _CLAIMS: dict[DialectName, Callable[[], TextClause]] = {
@@ -82,6 +76,4 @@ def claim_statement(dialect: str) -> TextClause:
 
 def bounds(dialect: str) -> dict[str, str]:
     """The claim's extra parameters: on PostgreSQL its client check (see above)."""
-    if dialect != "postgresql":
-        return {}
-    return {"client_check": f"{CLIENT_CHECK_MS}ms"}
+    return {"client_check": f"{CLIENT_CHECK_MS}ms"} if dialect == "postgresql" else {}
