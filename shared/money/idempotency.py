@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Select, bindparam, delete, select, update
+from sqlalchemy import Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -44,7 +44,6 @@ from shared.money.refusals import (
 )
 
 R = TypeVar("R")
-T = TypeVar("T")
 
 log = logging.getLogger("azurebank.money")
 
@@ -117,20 +116,16 @@ class HeldKey(Generic[R]):
 
 
 def stored_answer(
-    claim: IdempotencyClaim[Any],
-    hash_: str | None,
-    state: str | None,
-    status: int | None,
-    body: str | None,
+    claim: IdempotencyClaim[Any], record: Row[*tuple[Any, ...]] | None
 ) -> Answer | None:
-    """The key's committed record judged (all None: no record): its replay, None when nothing
-    answers (no record, or an abandoned `InProgress`), or 422 for another request's."""
-    if state is None or state == _IN_PROGRESS:
+    """The key's committed record (None, or a NULL State: none) judged: its replay, None when
+    nothing answers (no record, or an abandoned `InProgress`), or 422 for another request's."""
+    if record is None or record.State is None or record.State == _IN_PROGRESS:
         return None
-    if hash_ != claim.request_hash:
+    if record.RequestHash != claim.request_hash:
         raise IdempotencyKeyReused()
-    assert status is not None and body is not None
-    return Answer(status, body, replayed=True)
+    assert record.ResponseStatus is not None and record.ResponseBody is not None
+    return Answer(record.ResponseStatus, record.ResponseBody, replayed=True)
 
 
 def key_match() -> ColumnElement[bool]:
@@ -162,8 +157,7 @@ def _record_read() -> Select[uuid.UUID, str, str, int | None, str | None]:
 
 def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer | None:
     """`stored_answer` of the key's committed record, read on its own."""
-    record = session.execute(_record_read(), key_parameters(claim)).first()
-    return None if record is None else stored_answer(claim, *record[1:])
+    return stored_answer(claim, session.execute(_record_read(), key_parameters(claim)).first())
 
 
 def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
@@ -196,15 +190,14 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
         record = session.execute(_record_read(), key_parameters(claim)).first()
         if record is None:
             continue  # pruned since the claim met it: claim again
-        found, hash_, state, status, body = record
-        answer = stored_answer(claim, hash_, state, status, body)
+        answer = stored_answer(claim, record)
         if answer is not None:
             return answer
         # A committed InProgress row was left by the code before this protocol, whose money never
         # moved without completing it (docs/money.md#idempotency-records): take its place.
         session.execute(
             delete(IdempotencyRecord).where(
-                IdempotencyRecord.Id == found, IdempotencyRecord.State == _IN_PROGRESS
+                IdempotencyRecord.Id == record.Id, IdempotencyRecord.State == _IN_PROGRESS
             )
         )
     raise IdempotencyInProgress()
@@ -238,60 +231,39 @@ class CommitLost(Exception):
         self.result = result
 
 
-def run_money_transaction(
-    open_unit: Callable[[], AbstractContextManager[Session]], work: Callable[[Session], T]
-) -> T:
-    """Run `work` in a fresh unit of work and commit it, from scratch again after a lost race
-    (a deadlock's victim, which the server rolled back, lost one too); refusals pass through.
-    A commit whose outcome is unknown is `CommitLost`, for the caller to ask the key."""
-    for attempt in range(1, MAX_ATTEMPTS + 1):
-        try:
-            with open_unit() as session:
-                result = work(session)
-                try:
-                    commit_unit(session)
-                except CommitOutcomeUnknown:
-                    raise CommitLost(result) from None
-                return result
-        except (LostRace, TransactionRolledBack):
-            pass
-        log.info(
-            "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
-        )
-        # Jitter so losers do not collide again in lockstep.
-        time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
-    raise ConcurrencyConflict()
-
-
-class _Replay(Exception):
-    """The key's stored answer, carried out of a transaction that wrote nothing."""
-
-    def __init__(self, answer: Answer) -> None:
-        super().__init__("replay")
-        self.answer = answer
-
-
 def run_keyed(
     open_unit: Callable[[], AbstractContextManager[Session]],
     claim: IdempotencyClaim[R],
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
 ) -> Answer:
-    """Run `claim`'s money transaction in the retry loop: the key claimed first, then `move`,
-    which moves the money and stores `held.success(receipt)` with it; a lost commit is resolved
-    by running the transaction once more."""
-
-    def attempt(session: Session) -> Answer:
-        held = claim_key(session, claim, clock.now())
-        if isinstance(held, Answer):
-            raise _Replay(held)  # nothing was written: the transaction rolls back, no COMMIT
-        return move(session, held)
+    """Run `claim`'s money transaction: the key claimed first, then `move`, which moves the money
+    and stores `held.success(receipt)` with it; a lost commit is resolved by running the
+    transaction once more."""
 
     def transaction() -> Answer:
-        try:
-            return run_money_transaction(open_unit, attempt)
-        except _Replay as replay:
-            return replay.answer
+        # Each attempt a fresh unit of work, run again from scratch after a lost race (a
+        # deadlock's victim, which the server rolled back, lost one too); refusals pass through.
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with open_unit() as session:
+                    held = claim_key(session, claim, clock.now())
+                    if isinstance(held, Answer):
+                        return held  # nothing was written: the unit rolls back, no COMMIT
+                    answer = move(session, held)
+                    try:
+                        commit_unit(session)
+                    except CommitOutcomeUnknown:
+                        raise CommitLost(answer) from None
+                    return answer
+            except (LostRace, TransactionRolledBack):
+                pass
+            log.info(
+                "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
+            )
+            # Jitter so losers do not collide again in lockstep.
+            time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
+        raise ConcurrencyConflict()
 
     try:
         return transaction()

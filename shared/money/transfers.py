@@ -29,12 +29,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
-from shared.money.accounts import (
-    AccountState,
-    BalanceWrite,
-    in_lock_order,
-    open_account_and_primary_account,
-)
+from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.idempotency import (
@@ -98,8 +93,7 @@ class TransferService:
     writes: TransferWriter
 
     def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
-        """The transfer of `order` by `claim`'s user, at most once per key: its answer, or the
-        stored answer of the attempt that did it."""
+        """The transfer of `order`, at most once per key."""
         with one_read(self.engine) as session:
             checked = pre_check(session, self.limit, claim, order, self.clock.now())
         if isinstance(checked, Answer):
@@ -119,13 +113,26 @@ class TransferService:
         payee: Payee,
     ) -> Answer:
         """One attempt, the key claimed; the lock order (key → application lock → tail → rows)
-        is read here, in one place."""
+        is read here, in one place, and the refusals after the lock in their rungs' order."""
         user_id = held.claim.user_id
         self.lock.take(session, user_id)
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend.
         now = self.clock.now()
-        sender, receiver = self._parties(session, user_id, order, payee, now)
+        # The sender's row (and its token) is read BEFORE the sum: a transfer from this account
+        # that commits after this read makes our write lose, and one that committed before it
+        # is in the sum. The lock covers two accounts of one user, which share no row.
+        sender, receiver = open_account_and_primary_account(
+            session, order.account_id, payee.user_id
+        )
+        self.limit.check(session, user_id, order.amount, now)
+        if sender is None or sender.UserId != user_id:
+            # Closed (or no longer the caller's) since the mint: the account cannot pay.
+            raise AuthorizationInvalid()
+        if sender.Balance < order.amount:
+            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
+        if receiver is None:
+            raise PayeeInvalid()
         receipt = TransferReceipt(
             uuid.uuid4(),
             sender.Id,
@@ -174,27 +181,6 @@ class TransferService:
             _refuse_spend(session, order, now)
         return success.answer()
 
-    def _parties(
-        self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
-    ) -> tuple[AccountState, AccountState]:
-        """The sender's and the payee's rows (one read), the authoritative day, then the
-        sender, the balance, the payee's account; refuses in that order."""
-        # The sender's row (and its token) is read BEFORE the sum: a transfer from this account
-        # that commits after this read makes our write lose, and one that committed before it
-        # is in the sum. The lock covers two accounts of one user, which share no row.
-        sender, receiver = open_account_and_primary_account(
-            session, order.account_id, payee.user_id
-        )
-        self.limit.check(session, user_id, order.amount, now)
-        if sender is None or sender.UserId != user_id:
-            # Closed (or no longer the caller's) since the mint: the account cannot pay.
-            raise AuthorizationInvalid()
-        if sender.Balance < order.amount:
-            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
-        if receiver is None:
-            raise PayeeInvalid()
-        return sender, receiver
-
 
 def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
     """The spend matched no row: the authorization is no longer Pending and unexpired (of two
@@ -218,10 +204,8 @@ def pre_check(
     now: datetime,
 ) -> Payee | Answer:
     """The stored answer to replay, or the payee once the order passed every rung before the
-    locked transaction, in the rungs' order (docs/decisions.md#adr-0050-rung-table), the key's
-    record first: a transfer that committed has spent its authorization, so any rung below
-    would refuse its retry. Nothing here is authoritative, and the answers owe each other no
-    consistency, so one read serves them (bench/README.md, Transfers)."""
+    lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
+    spent its authorization. Nothing here is authoritative, so one read serves every rung."""
     refuse_an_unstorable_tag(order.recipient_azure_tag)
     if order.authorization_id is None:
         # Only the key can answer before this rung; no authorization is not a value to bind.
@@ -241,7 +225,7 @@ def pre_check(
             "day_end": day_end,
         },
     ).one()
-    replay = stored_answer(claim, row.RequestHash, row.State, row.ResponseStatus, row.ResponseBody)
+    replay = stored_answer(claim, row)
     if replay is not None:
         return replay
     payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
