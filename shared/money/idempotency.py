@@ -129,13 +129,11 @@ def stored_answer(
 
 
 def key_match() -> ColumnElement[bool]:
-    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect)."""
+    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect); each
+    parameter takes its column's type from the comparison."""
     return (
-        (IdempotencyRecord.UserId == bindparam("user_id", type_=IdempotencyRecord.UserId.type))
-        & (
-            IdempotencyRecord.Operation
-            == bindparam("operation", type_=IdempotencyRecord.Operation.type)
-        )
+        (IdempotencyRecord.UserId == bindparam("user_id"))
+        & (IdempotencyRecord.Operation == bindparam("operation"))
         & exact_equals_parameter(IdempotencyRecord.Key, "key")
     )
 

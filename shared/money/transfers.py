@@ -255,11 +255,7 @@ def _pre_check_read() -> Select[
     joined = (
         anchor.outerjoin(IdempotencyRecord, key_match())
         .outerjoin(AspNetUser, payee_match())
-        .outerjoin(
-            TransferAuthorization,
-            TransferAuthorization.Id
-            == bindparam("authorization_id", type_=TransferAuthorization.Id.type),
-        )
+        .outerjoin(TransferAuthorization, TransferAuthorization.Id == bindparam("authorization_id"))
     )
     return select(
         IdempotencyRecord.RequestHash,
