@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, WithJsonSchema
 
 from api_funcs.decimal_json import UnholdableNumber
+from shared.clock import utc_text
 from shared.db.schema import AspNetUser
 from shared.db.storable_text import column_length, unstorable_reason
 from shared.identity.pins import PIN_PATTERN
-from shared.money.refusals import utc_text
 from shared.settings import MONEY_MAX
 
 

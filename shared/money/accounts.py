@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
 from shared.db.writes import rows_matched
+from shared.money.idempotency import LostRace
 from shared.money.refusals import AccountForbidden, AccountNotFound
-from shared.money.retry import LostRace
 
 _accounts = cast(Table, Account.__table__)
 # `= false()`, not `IS false`: SQL Server has no `IS 0` (IS takes NULL alone).
@@ -23,9 +23,8 @@ _OPEN = Account.IsDeleted == false()
 
 
 def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> Account:
-    """The caller's open account: 404 ACCOUNT_NOT_FOUND when there is no such open account (a
-    closed one is invisible, as behind the API's soft-delete filter), 403 ACCOUNT_FORBIDDEN when
-    it is another customer's."""
+    """The caller's open account: 404 when there is none (a closed one is invisible, as behind
+    the API's soft-delete filter), 403 when it is another customer's."""
     account = session.scalar(select(Account).where(Account.Id == account_id, _OPEN))
     if account is None:
         raise AccountNotFound()
@@ -46,8 +45,8 @@ class AccountState(NamedTuple):
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[AccountState | None, AccountState | None]:
-    """The open account `account_id` and the payee's primary account (its oldest open one), in
-    one statement, as plain rows: nothing here is written through the session."""
+    """The open account `account_id` and the payee's primary (oldest open) account, in one
+    statement, as plain rows: nothing here is written through the session."""
     rows = [
         AccountState(*row)
         for row in session.execute(
@@ -83,8 +82,8 @@ class BalanceWrite(NamedTuple):
 
 
 def balance_update(account_id: object, seen_version: object, balance: object) -> Update:
-    """Set the balance only if nobody wrote the row since it was read (`Version` = what we saw),
-    bumping the token; it matches no row otherwise. Each value may be a bind parameter."""
+    """Set the balance and bump the token only if nobody wrote the row since it was read; each
+    value may be a bind parameter."""
     return (
         update(_accounts)
         .where(_accounts.c.Id == account_id, _accounts.c.Version == seen_version, _OPEN)
@@ -99,8 +98,7 @@ def in_lock_order(a: BalanceWrite, b: BalanceWrite) -> tuple[BalanceWrite, Balan
 
 
 def write_balance(session: Session, write: BalanceWrite) -> None:
-    """The balance write under the account's token; LostRace when someone wrote the row since it
-    was read, so the whole attempt runs again on fresh rows."""
+    """LostRace when someone wrote the row since it was read: the attempt runs again."""
     if rows_matched(session, balance_update(*write)) != 1:
         raise LostRace()
 
@@ -114,31 +112,27 @@ def move_money(
     entry_id: uuid.UUID,
     created_at: datetime,
 ) -> Decimal:
-    """Debit `source` and credit `target` under their concurrency tokens and post the TransferOut
-    (Id `entry_id`) and TransferIn rows; the source's balance after it. Does not commit."""
+    """Debit `source`, credit `target` and post the TransferOut (Id `entry_id`) and TransferIn
+    rows; the source's balance after it."""
     new_balance = source.Balance - amount
     for write in in_lock_order(
         BalanceWrite(source.Id, source.Version, new_balance),
         BalanceWrite(target.Id, target.Version, target.Balance + amount),
     ):
         write_balance(session, write)
-    post_entry(
-        session,
-        entry_id=entry_id,
-        account_id=source.Id,
-        type_=TransactionType.TRANSFER_OUT,
-        amount=amount,
-        created_at=created_at,
-        counterparty_account_id=target.Id,
-    )
-    post_entry(
-        session,
-        account_id=target.Id,
-        type_=TransactionType.TRANSFER_IN,
-        amount=amount,
-        created_at=created_at,
-        counterparty_account_id=source.Id,
-    )
+    for id_, account, type_, counterparty in (
+        (entry_id, source, TransactionType.TRANSFER_OUT, target),
+        (None, target, TransactionType.TRANSFER_IN, source),
+    ):
+        post_entry(
+            session,
+            entry_id=id_,
+            account_id=account.Id,
+            type_=type_,
+            amount=amount,
+            created_at=created_at,
+            counterparty_account_id=counterparty.Id,
+        )
     return new_balance
 
 
@@ -153,7 +147,7 @@ def post_entry(
     recipient_azure_tag: str | None = None,
     counterparty_account_id: uuid.UUID | None = None,
 ) -> None:
-    """One completed ledger row (every writer sets Completed)."""
+    """One completed ledger row."""
     session.add(
         Transaction(
             Id=entry_id or uuid.uuid4(),

@@ -40,10 +40,9 @@ def mssql_applock_batch() -> TextClause:
 
 
 def postgresql_advisory_lock() -> TextClause:
-    """PostgreSQL, one statement (a round trip fewer for every transfer): set_config(…, true) is
-    the transaction-local lock_timeout that takes a bound value, set in a FROM subquery, which
-    PostgreSQL evaluates (volatile, never flattened) before the select list waits for the lock on
-    a 64-bit hash of the lock's name."""
+    """PostgreSQL, one statement (a round trip fewer for every transfer): the transaction-local
+    lock_timeout is set in a FROM subquery, which PostgreSQL evaluates (volatile, never
+    flattened) before the select list waits for the lock."""
     return text(
         "SELECT pg_advisory_xact_lock("
         "hashtextextended(CAST(:resource AS text), 0)) "
@@ -84,8 +83,6 @@ def take_daily_limit_lock(session: Session, user_id: str, timeout_seconds: int) 
 
 @dataclass(frozen=True)
 class DailyLimitLock:
-    """The user's lock for one external transfer: its unit of work and the lock itself."""
-
     timeout_seconds: int
 
     def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:

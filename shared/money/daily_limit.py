@@ -22,9 +22,8 @@ log = logging.getLogger("azurebank.money")
 
 @prebuilt
 def daily_outflow_statement() -> Select[Decimal]:
-    """The day's external outflow of one user (named parameters `user_id`, `day_start`,
-    `day_end`): a seek per account on IX_Transactions_AccountId_Type_CreatedAt, not a scan of
-    the ledger. A read that answers it beside other questions takes its `scalar_subquery()`."""
+    """The day's external outflow of `:user_id`: a seek per account on
+    IX_Transactions_AccountId_Type_CreatedAt, not a scan of the ledger."""
     return (
         select(func.sum(Transaction.Amount))
         .select_from(Transaction)
@@ -42,8 +41,6 @@ def daily_outflow_statement() -> Select[Decimal]:
 
 @dataclass(frozen=True)
 class Allowance:
-    """What the day has left (`GET /api/transactions/allowance`)."""
-
     limit: Decimal
     used: Decimal
     remaining: Decimal
@@ -52,14 +49,12 @@ class Allowance:
 
 @dataclass(frozen=True, eq=False)
 class DailyOutflowLimit:
-    """The UTC-day bound on a user's external transfers (DailyLimit__Amount), on the one clock of
-    the ledger, the mint and the expiry."""
+    """The UTC-day bound on a user's external transfers (DailyLimit__Amount)."""
 
     limit: Decimal
     clock: Clock
 
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
-        """The external outflow already committed on `instant`'s UTC day."""
         start, end = utc_day(instant)
         total = session.scalar(
             daily_outflow_statement(), {"user_id": user_id, "day_start": start, "day_end": end}
@@ -68,13 +63,13 @@ class DailyOutflowLimit:
         return Decimal(0) if total is None else Decimal(total)
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
-        """Refuse when used + requested would pass the limit; the bound is inclusive."""
+        """Refuse when used + requested would pass the limit (inclusive)."""
         self.judge(user_id, requested, self.used(session, user_id, instant), instant)
 
     def judge(
         self, user_id: str, requested: Decimal, used: Decimal | None, instant: datetime
     ) -> None:
-        """`check` on a sum already read within a larger read (None: SUM over no rows)."""
+        """`check` on a sum already read (None: SUM over no rows)."""
         used = Decimal(0) if used is None else Decimal(used)
         if used + requested > self.limit:
             # Log-only, no audit row (docs/decisions.md#adr-0050-d7). The user id is no address.

@@ -1,31 +1,8 @@
-"""Idempotency keys for money operations (ADR-0009, the IETF Idempotency-Key draft).
-
-Keys are scoped to (user, operation). The route builds an `IdempotencyClaim` — who, which
-operation, the key, the request's hash, and how a success is answered — and hands it to the
-operation, whose money transaction does everything else, in that one transaction:
-
-1. Claim, as its first statement (shared/money/key_claim_sql.py): insert the key's row unless
-   the key has one. A duplicate still in flight holds its row uncommitted, so the claim waits for
-   that transaction to end (at most Database__LockTimeoutSeconds, then 409
-   IDEMPOTENCY_IN_PROGRESS: only then is another attempt really alive). Then the key's committed
-   record, if any, decides: the same request hash replays its stored status and body byte for
-   byte; another hash is 422 IDEMPOTENCY_KEY_REUSED.
-2. Move the money, render the answer, and complete the row (State Completed, status, body) in
-   the same transaction: a success is stored if and only if the money moved.
-3. Commit. A refusal, a fault or a crash before it rolls the row back with the money, so the key
-   is free at once, evaluated afresh by the next try (ADR-0050 A3.4): nothing to release and
-   nothing to take over. A process that dies mid-request ends its transaction with its
-   connection (and on PostgreSQL a backend notices within half a second, even mid-wait).
-
-A connection lost during COMMIT leaves the outcome unknown to us: the transaction is run once
-more, and its claim finds out — the record committed (the answer is the stored one, ours), or
-the key is free (nothing moved; this run moves it), or still held (409). When even that run
-cannot reach the database, the answer is 503 OUTCOME_UNKNOWN, which says so.
-
-An `InProgress` row that is committed was left by the code before this protocol (which committed
-a marker before the money and completed it with the money): its money never moved without its
-completion, and that completion was conditional on the marker, so the claim deletes it and
-claims the key in its place.
+"""Idempotency keys for money operations (ADR-0009), and the retry loop around each money
+transaction. The key is claimed as the transaction's first statement and its success stored with
+the money, so a success is stored if and only if the money moved; docs/money.md#idempotency-records
+says how a duplicate waits, replays or is refused, and how a commit whose connection was lost is
+resolved.
 """
 
 from __future__ import annotations
@@ -34,6 +11,8 @@ import functools
 import hashlib
 import json
 import logging
+import random
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -41,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Select, bindparam, delete, select, update
+from sqlalchemy import Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -49,23 +28,36 @@ from shared.clock import Clock
 from shared.db.exact import exact_equals_parameter
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.storable_text import column_length
-from shared.errors import DatabaseUnavailable, LockTimeout
+from shared.db.uow import commit_unit
+from shared.errors import (
+    CommitOutcomeUnknown,
+    DatabaseUnavailable,
+    LockTimeout,
+    TransactionRolledBack,
+)
 from shared.money.key_claim_sql import bounds, claim_statement
-from shared.money.refusals import IdempotencyInProgress, IdempotencyKeyReused, OutcomeUnknown
-from shared.money.retry import CommitLost, run_money_transaction
+from shared.money.refusals import (
+    ConcurrencyConflict,
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
+    OutcomeUnknown,
+)
 
 R = TypeVar("R")
 
 log = logging.getLogger("azurebank.money")
 
 MAX_KEY_LENGTH = column_length(IdempotencyRecord.Key)  # 255
-_COMPLETED = IdempotencyState.COMPLETED.value
 _IN_PROGRESS = IdempotencyState.IN_PROGRESS.value
+# Enough for eight clients on one account (each loser retries behind one winner); small enough
+# that a caller hears 503 CONCURRENCY_CONFLICT in well under a second of backoff.
+MAX_ATTEMPTS = 12
+_BACKOFF_SECONDS = 0.005
 
 
 def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
-    """SHA-256 of the canonical request: the operation and its parsed fields, keys sorted, values
-    as their canonical strings (so 100 and 100.00 are the same request)."""
+    """SHA-256 of the operation and its parsed fields, keys sorted, values as their canonical
+    strings (so 100 and 100.00 are the same request)."""
     text = json.dumps(
         {"operation": operation, "request": canonical},
         sort_keys=True,
@@ -77,9 +69,8 @@ def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class IdempotencyClaim(Generic[R]):
-    """A money request under its Idempotency-Key, as its operation claims it: the caller, the
-    operation, the key, the request's hash, and the status and body (`render` of the operation's
-    receipt) its success answers and stores."""
+    """A money request under its key, as the route builds it; `status` and `render` (of the
+    operation's receipt) make the answer its success gives and stores."""
 
     user_id: str
     operation: str
@@ -91,8 +82,7 @@ class IdempotencyClaim(Generic[R]):
 
 @dataclass(frozen=True)
 class Answer:
-    """What a keyed money operation answers: the success's status and exact body, and whether
-    it is the stored answer of an earlier attempt (a replay)."""
+    """A keyed money operation's answer; `replayed` when it is an earlier attempt's, stored."""
 
     status: int
     body: str
@@ -101,8 +91,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class SuccessRecord:
-    """A success to store in the money's own transaction: it completes the row `record_id` that
-    the transaction's claim inserted."""
+    """A success to store in the money's own transaction, in the row its claim inserted."""
 
     record_id: uuid.UUID
     status: int
@@ -121,38 +110,30 @@ class HeldKey(Generic[R]):
     claim: IdempotencyClaim[R]
 
     def success(self, receipt: R, completed_at: datetime) -> SuccessRecord:
-        """The answer to `receipt`, rendered, as the row's completion stores it."""
         return SuccessRecord(
             self.record_id, self.claim.status, self.claim.render(receipt), completed_at
         )
 
 
 def stored_answer(
-    claim: IdempotencyClaim[Any],
-    hash_: str | None,
-    state: str | None,
-    status: int | None,
-    body: str | None,
+    claim: IdempotencyClaim[Any], record: Row[*tuple[Any, ...]] | None
 ) -> Answer | None:
-    """The key's committed record judged (None for each column when there is none): its replay,
-    None when there is no record to answer (none, or one abandoned `InProgress`), or 422
-    IDEMPOTENCY_KEY_REUSED for another request's."""
-    if state is None or state == _IN_PROGRESS:
+    """The key's committed record (None, or a NULL State: none) judged: its replay, None when
+    nothing answers (no record, or an abandoned `InProgress`), or 422 for another request's."""
+    if record is None or record.State is None or record.State == _IN_PROGRESS:
         return None
-    if hash_ != claim.request_hash:
+    if record.RequestHash != claim.request_hash:
         raise IdempotencyKeyReused()
-    assert status is not None and body is not None
-    return Answer(status, body, replayed=True)
+    assert record.ResponseStatus is not None and record.ResponseBody is not None
+    return Answer(record.ResponseStatus, record.ResponseBody, replayed=True)
 
 
 def key_match() -> ColumnElement[bool]:
-    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect)."""
+    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect); each
+    parameter takes its column's type from the comparison."""
     return (
-        (IdempotencyRecord.UserId == bindparam("user_id", type_=IdempotencyRecord.UserId.type))
-        & (
-            IdempotencyRecord.Operation
-            == bindparam("operation", type_=IdempotencyRecord.Operation.type)
-        )
+        (IdempotencyRecord.UserId == bindparam("user_id"))
+        & (IdempotencyRecord.Operation == bindparam("operation"))
         & exact_equals_parameter(IdempotencyRecord.Key, "key")
     )
 
@@ -173,15 +154,14 @@ def _record_read() -> Select[uuid.UUID, str, str, int | None, str | None]:
 
 
 def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer | None:
-    """The key's committed record judged (`stored_answer`), read on its own."""
-    record = session.execute(_record_read(), key_parameters(claim)).first()
-    return None if record is None else stored_answer(claim, *record[1:])
+    """`stored_answer` of the key's committed record, read on its own."""
+    return stored_answer(claim, session.execute(_record_read(), key_parameters(claim)).first())
 
 
 def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
     """Claim the key as the transaction's first statement: the row this transaction now holds,
-    or the stored success to replay; 422 IDEMPOTENCY_KEY_REUSED, or 409 IDEMPOTENCY_IN_PROGRESS
-    when another attempt still holds the key after the connection's lock wait."""
+    or the stored success to replay; 422, or 409 when another attempt still holds the key after
+    the connection's lock wait."""
     dialect = session.get_bind().dialect.name
     for _ in range(3):
         record_id = uuid.uuid4()
@@ -208,14 +188,14 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
         record = session.execute(_record_read(), key_parameters(claim)).first()
         if record is None:
             continue  # pruned since the claim met it: claim again
-        found, hash_, state, status, body = record
-        answer = stored_answer(claim, hash_, state, status, body)
+        answer = stored_answer(claim, record)
         if answer is not None:
             return answer
-        # Committed InProgress: abandoned by the code before this protocol (module docstring).
+        # A committed InProgress row was left by the code before this protocol, whose money never
+        # moved without completing it (docs/money.md#idempotency-records): take its place.
         session.execute(
             delete(IdempotencyRecord).where(
-                IdempotencyRecord.Id == found, IdempotencyRecord.State == _IN_PROGRESS
+                IdempotencyRecord.Id == record.Id, IdempotencyRecord.State == _IN_PROGRESS
             )
         )
     raise IdempotencyInProgress()
@@ -227,7 +207,7 @@ def store_success(session: Session, success: SuccessRecord) -> None:
         update(IdempotencyRecord)
         .where(IdempotencyRecord.Id == success.record_id)
         .values(
-            State=_COMPLETED,
+            State=IdempotencyState.COMPLETED.value,
             ResponseStatus=success.status,
             ResponseBody=success.body,
             CompletedAt=success.completed_at,
@@ -236,12 +216,17 @@ def store_success(session: Session, success: SuccessRecord) -> None:
     )
 
 
-class _Replay(Exception):
-    """The key's stored answer, carried out of a transaction that wrote nothing."""
+class LostRace(Exception):
+    """A conditional write matched no row: someone committed first. Retry the attempt."""
 
-    def __init__(self, answer: Answer) -> None:
-        super().__init__("replay")
-        self.answer = answer
+
+class CommitLost(Exception):
+    """The connection failed during COMMIT: the server may have committed `result`'s
+    transaction, or not."""
+
+    def __init__(self, result: object) -> None:
+        super().__init__("the connection was lost during COMMIT")
+        self.result = result
 
 
 def run_keyed(
@@ -250,21 +235,33 @@ def run_keyed(
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
 ) -> Answer:
-    """Run the money transaction of `claim`: the key claimed first, then `move` (which moves the
-    money and stores `held.success(receipt)` with it), in the retry loop; a commit whose
-    connection was lost is resolved by running the transaction once more (module docstring)."""
-
-    def attempt(session: Session) -> Answer:
-        held = claim_key(session, claim, clock.now())
-        if isinstance(held, Answer):
-            raise _Replay(held)  # nothing was written: the transaction rolls back, no COMMIT
-        return move(session, held)
+    """Run `claim`'s money transaction: the key claimed first, then `move`, which moves the money
+    and stores `held.success(receipt)` with it; a lost commit is resolved by running the
+    transaction once more."""
 
     def transaction() -> Answer:
-        try:
-            return run_money_transaction(open_unit, attempt)
-        except _Replay as replay:
-            return replay.answer
+        # Each attempt a fresh unit of work, run again from scratch after a lost race (a
+        # deadlock's victim, which the server rolled back, lost one too); refusals pass through.
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                with open_unit() as session:
+                    held = claim_key(session, claim, clock.now())
+                    if isinstance(held, Answer):
+                        return held  # nothing was written: the unit rolls back, no COMMIT
+                    answer = move(session, held)
+                    try:
+                        commit_unit(session)
+                    except CommitOutcomeUnknown:
+                        raise CommitLost(answer) from None
+                    return answer
+            except (LostRace, TransactionRolledBack):
+                pass
+            log.info(
+                "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
+            )
+            # Jitter so losers do not collide again in lockstep.
+            time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
+        raise ConcurrencyConflict()
 
     try:
         return transaction()

@@ -1,13 +1,7 @@
 """The Idempotency-Key's claim, the first statement of every money transaction, and the one
-module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works).
-
-The claim inserts the key's row (`InProgress`) unless the key has one, and answers its Id when it
-did; the row stays uncommitted until the money's own commit completes it, so a duplicate's claim
-waits on the unique (UserId, Operation, Key) for that transaction to end. PostgreSQL's also sets
-`client_connection_check_interval` for its transaction, so a backend whose client died while it
-waited on a lock rolls back within the interval; SQL Server's range lock (UPDLOCK, HOLDLOCK) makes
-the read and the insert one step.
-"""
+module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works:
+PostgreSQL's also bounds how long a dead client's backend waits, SQL Server's range lock makes the
+read and the insert one step)."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from shared.db.dialects import DialectName, for_dialect
 from shared.db.schema import IdempotencyRecord
 
 _COLUMNS = IdempotencyRecord.__table__.c
-# The bound values, typed by the columns they are written to (ids, instants, exact text).
+# The bound values, typed by the columns they are written to.
 _PARAMETERS: dict[str, TypeEngine[Any]] = {
     "record_id": _COLUMNS.Id.type,
     "user_id": _COLUMNS.UserId.type,
@@ -35,28 +29,6 @@ _PARAMETERS: dict[str, TypeEngine[Any]] = {
 # transaction runs or waits: cheap, and well inside the 2 s a retry after a crash is owed.
 CLIENT_CHECK_MS = 500
 
-_POSTGRESQL_CLAIM = """INSERT INTO "IdempotencyRecords"
-    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
-SELECT :record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now
-FROM (SELECT set_config('client_connection_check_interval', :client_check, true)) AS bounds
-ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
-RETURNING "Id\""""
-
-_MSSQL_CLAIM = """INSERT INTO [IdempotencyRecords]
-    ([Id], [UserId], [Operation], [Key], [RequestHash], [State], [CreatedAt])
-OUTPUT inserted.[Id]
-SELECT :record_id, :user_id, :operation, :key, :request_hash, N'InProgress', :now
-WHERE NOT EXISTS (
-    SELECT 1 FROM [IdempotencyRecords] WITH (UPDLOCK, HOLDLOCK)
-    WHERE [UserId] = :user_id AND [Operation] = :operation AND [Key] = :key
-)"""
-
-_SQLITE_CLAIM = """INSERT INTO "IdempotencyRecords"
-    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
-VALUES (:record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now)
-ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
-RETURNING "Id\""""
-
 
 def _typed(sql: str) -> TextClause:
     return text(sql).bindparams(*(bindparam(n, type_=t) for n, t in _PARAMETERS.items()))
@@ -64,15 +36,31 @@ def _typed(sql: str) -> TextClause:
 
 def postgresql_claim() -> TextClause:
     """PostgreSQL; the interval is text ('500ms'), as set_config takes it."""
-    return _typed(_POSTGRESQL_CLAIM)
+    return _typed("""INSERT INTO "IdempotencyRecords"
+    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
+SELECT :record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now
+FROM (SELECT set_config('client_connection_check_interval', :client_check, true)) AS bounds
+ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
+RETURNING "Id\"""")
 
 
 def mssql_claim() -> TextClause:
-    return _typed(_MSSQL_CLAIM)
+    return _typed("""INSERT INTO [IdempotencyRecords]
+    ([Id], [UserId], [Operation], [Key], [RequestHash], [State], [CreatedAt])
+OUTPUT inserted.[Id]
+SELECT :record_id, :user_id, :operation, :key, :request_hash, N'InProgress', :now
+WHERE NOT EXISTS (
+    SELECT 1 FROM [IdempotencyRecords] WITH (UPDLOCK, HOLDLOCK)
+    WHERE [UserId] = :user_id AND [Operation] = :operation AND [Key] = :key
+)""")
 
 
 def sqlite_claim() -> TextClause:
-    return _typed(_SQLITE_CLAIM)
+    return _typed("""INSERT INTO "IdempotencyRecords"
+    ("Id", "UserId", "Operation", "Key", "RequestHash", "State", "CreatedAt")
+VALUES (:record_id, :user_id, :operation, :key, :request_hash, 'InProgress', :now)
+ON CONFLICT ("UserId", "Operation", "Key") DO NOTHING
+RETURNING "Id\"""")
 
 
 _CLAIMS: dict[DialectName, Callable[[], TextClause]] = {
@@ -88,6 +76,4 @@ def claim_statement(dialect: str) -> TextClause:
 
 def bounds(dialect: str) -> dict[str, str]:
     """The claim's extra parameters: on PostgreSQL its client check (see above)."""
-    if dialect != "postgresql":
-        return {}
-    return {"client_check": f"{CLIENT_CHECK_MS}ms"}
+    return {"client_check": f"{CLIENT_CHECK_MS}ms"} if dialect == "postgresql" else {}

@@ -41,8 +41,6 @@ class TransferAuthorizationGrant:
 
 @dataclass(frozen=True, eq=False)
 class TransferMint:
-    """Issues transfer authorizations bound to user, account, payee and amount."""
-
     engine: Engine
     clock: Clock
     limit: DailyOutflowLimit

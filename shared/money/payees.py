@@ -20,10 +20,8 @@ class Payee:
 
 
 def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
-    """404 PAYEE_NOT_FOUND when no customer has the tag. 422 PAYEE_INVALID when the tag is the
-    caller's own (moving money between one's own accounts is the internal transfer, which the
-    limit does not count; an external transfer to oneself would spend the day on nothing) or
-    when the payee has no open account to receive it (every account closed)."""
+    """404 when no customer has the tag; 422 PAYEE_INVALID for the caller's own tag (that is
+    the internal transfer, which the limit does not count) or a payee with no open account."""
     refuse_an_unstorable_tag(azure_tag)
     found = session.execute(
         select(*payee_columns()).where(payee_match()), {"azure_tag": azure_tag}
@@ -32,8 +30,8 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
 
 
 def refuse_an_unstorable_tag(azure_tag: str) -> None:
-    """404 PAYEE_NOT_FOUND, before any SQL, for a tag with a NUL: no row holds one, and
-    PostgreSQL would refuse to compare it with a DataError (a 500)."""
+    """404 before any SQL for a tag with a NUL: no row holds one, and PostgreSQL would refuse
+    to compare it (a 500)."""
     if "\x00" in azure_tag:
         raise PayeeNotFound()
 
@@ -41,8 +39,7 @@ def refuse_an_unstorable_tag(azure_tag: str) -> None:
 def judge_payee(
     caller_id: str, azure_tag: str, user_id: str | None, has_open_account: int
 ) -> Payee:
-    """`resolve_payee`'s rungs on `payee_columns` already read: the tag's user (None: nobody has
-    it) and whether it has an open account."""
+    """`resolve_payee`'s rungs on `payee_columns` already read (`user_id` None: nobody)."""
     if user_id is None:
         raise PayeeNotFound()
     if user_id == caller_id or not has_open_account:
@@ -58,8 +55,8 @@ def payee_match() -> ColumnElement[bool]:
 
 
 def payee_columns() -> tuple[InstrumentedAttribute[str], ColumnElement[int]]:
-    """The matched user's Id, and 1 when it has an open account to receive into (else 0): CASE
-    WHEN EXISTS, because SQL Server has no boolean expression in a select list."""
+    """The matched user's Id, and 1 when it has an open account (else 0): CASE WHEN EXISTS,
+    because SQL Server has no boolean expression in a select list."""
     open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted == false())
     has_open_account: ColumnElement[int] = case((open_account, 1), else_=0)
     return AspNetUser.Id, has_open_account

@@ -40,8 +40,6 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class RailReceipt:
-    """A deposit or withdrawal: the ledger row and the account's balance after it."""
-
     transaction_id: uuid.UUID
     account_id: uuid.UUID
     amount: Decimal
@@ -143,7 +141,6 @@ class AccountRails:
         account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        """A deposit or a withdrawal: one ledger row on one account, in the retry loop."""
         user_id = claim.user_id
 
         def attempt(session: Session) -> RailReceipt:

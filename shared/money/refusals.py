@@ -1,15 +1,6 @@
 """The money path's typed refusals (docs/http.md). Titles are safe to show anyone; figures ride as
-extension members and become JSON numbers in api_funcs (ADR-0050 D7).
-
-    BadRequest      IDEMPOTENCY_KEY_REQUIRED
-    Unauthenticated AUTHORIZATION_REQUIRED, AUTHORIZATION_EXPIRED, AUTHORIZATION_INVALID
-    Forbidden       ACCOUNT_FORBIDDEN
-    NotFound        ACCOUNT_NOT_FOUND, PAYEE_NOT_FOUND
-    Conflict        IDEMPOTENCY_IN_PROGRESS
-    Refusal         PAYEE_INVALID, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_FUNDS, IDEMPOTENCY_KEY_REUSED
-    Fault           CONCURRENCY_CONFLICT, OUTCOME_UNKNOWN, COMMIT_OUTCOME_UNKNOWN (the mint's)
-                    (LOCK_TIMEOUT: shared.errors)
-"""
+extension members and become JSON numbers in api_funcs (ADR-0050 D7). LOCK_TIMEOUT is
+shared.errors'."""
 
 from __future__ import annotations
 
@@ -18,8 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar
 
-# Re-exported: api_funcs imports utc_text from here.
-from shared.clock import utc_text as utc_text
+from shared.clock import utc_text
 from shared.errors import (
     BadRequest,
     CommitOutcomeUnknown,
@@ -69,8 +59,7 @@ class AuthorizationInvalid(Unauthenticated):
 
 
 class DailyLimitExceeded(Refusal):
-    """ADR-0050 D7: figure-free title; limit, used, requested and resetsAt as members, never
-    `remaining` (the client derives it and branches on errorCode)."""
+    """ADR-0050 D7: never `remaining`, which the client derives (it branches on errorCode)."""
 
     error_code = "DAILY_LIMIT_EXCEEDED"
     title = "Daily transfer limit exceeded."
@@ -101,17 +90,13 @@ class InsufficientFunds(Refusal):
 
 
 class ConcurrencyConflict(Fault):
-    """Every attempt lost a race on an account's concurrency token; nothing moved."""
-
     error_code = "CONCURRENCY_CONFLICT"
     title = "The accounts were busy; nothing moved. Try again."
     retry_after = 1
 
 
 class OutcomeUnknown(Fault):
-    """The connection was lost during the commit and the database could not be asked again:
-    the money may have moved or not. Never "nothing moved": that is not known. The retry with
-    the same key answers what happened (the stored success, or the operation done now)."""
+    """The commit lost its connection and the key could not be asked: never "nothing moved"."""
 
     error_code = "OUTCOME_UNKNOWN"
     title = (
@@ -123,8 +108,7 @@ class OutcomeUnknown(Fault):
 
 
 class MintOutcomeUnknown(CommitOutcomeUnknown):
-    """The mint's commit lost its connection: the authorization may exist, or not. A mint has
-    no key to ask, and needs none: a second authorization moves nothing by itself."""
+    """A mint has no key to ask, and needs none: a second authorization moves nothing."""
 
     title = (
         "The database connection was lost while the transfer authorization was saved, so "
@@ -139,9 +123,6 @@ class IdempotencyKeyReused(Refusal):
 
 
 class IdempotencyInProgress(Conflict):
-    """Another attempt with the key still holds it (its transaction is open) after the claim
-    waited the lock timeout for it."""
-
     error_code = "IDEMPOTENCY_IN_PROGRESS"
     title = "A request with this Idempotency-Key is still in progress."
     retry_after = 1

@@ -1,12 +1,8 @@
 """The external transfer's writes after the audit chain's tail lock, in ONE round trip, and the
-one module holding their SQL (docs/architecture.md#lock-order says why one round trip).
-
-The writes are written once, as SQLAlchemy Core statements over the schema's tables (`_writes`),
-and their bound values once, in `_BOUND`. PostgreSQL sends them as the data-modifying CTEs of one
-SELECT, SQLite one statement per write, and SQL Server the one hand-written batch: SQLAlchemy has
-no DML CTEs and no batch variables for it (docs/database.md#sql-that-differs-by-dialect). Nothing
-here decides: the caller judges the counts (`WriteOutcome`) and its unit of work rolls back
-whatever half-applied.
+one module holding their SQL (docs/architecture.md#lock-order says why one round trip). PostgreSQL
+sends them as the data-modifying CTEs of one SELECT, SQLite one statement per write, SQL Server a
+hand-written batch: SQLAlchemy has no DML CTEs and no batch variables for it
+(docs/database.md#sql-that-differs-by-dialect). The caller judges the counts (`WriteOutcome`).
 """
 
 from __future__ import annotations
@@ -59,8 +55,7 @@ from shared.money.idempotency import SuccessRecord
 
 @dataclass(frozen=True)
 class TransferWrites:
-    """Every write of one external transfer after the tail lock. `balances` are in the order
-    their rows are locked (by Id, so two opposite movements cannot deadlock on each other)."""
+    """Every write of one external transfer after the tail lock; `balances` in lock order."""
 
     audit: SealedAuditRow
     balances: tuple[BalanceWrite, BalanceWrite]
@@ -77,8 +72,7 @@ class TransferWrites:
 
 @dataclass(frozen=True)
 class WriteOutcome:
-    """How many rows the conditional writes matched; the transfer holds only when every one is
-    1 (both balances: 2)."""
+    """How many rows the conditional writes matched (the transfer holds at 2 and 1)."""
 
     balances: int
     spent: int
@@ -128,7 +122,6 @@ _TYPED = {name: column.type for name, column, _ in _BOUND}
 
 
 def parameters(writes: TransferWrites) -> dict[str, object]:
-    """The bound values of the writes, by name."""
     return {name: value(writes) for name, _, value in _BOUND}
 
 
@@ -142,8 +135,7 @@ def _balance(which: str) -> Update:
 
 @prebuilt
 def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
-    """Every write in the batch's order: its name, its statement, whether the caller judges how
-    many rows it matched."""
+    """Every write in the batch's order: its name, its statement, whether its count is judged."""
     completed = TransactionStatus.COMPLETED.value
     ledger = insert(_ledger).values(
         [
@@ -283,8 +275,8 @@ def _round_trip(
 
 
 def one_statement_per_write(session: Session, writes: TransferWrites) -> WriteOutcome:
-    """SQLite's form (and the bench's baseline on a server): each write its own statement, in
-    the batch's order, stopping at the first conditional write that matched nothing."""
+    """SQLite's form (and the bench's baseline on a server): each write its own statement,
+    stopping at the first conditional write that matched nothing."""
     values = parameters(writes)
     matched = {"first_balance": 0, "second_balance": 0, "spend": 0}
     for name, write, judged in _writes():

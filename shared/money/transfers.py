@@ -1,7 +1,7 @@
 """The external transfer: spends a minted authorization under the user's application lock, with
 the day decided against the instant of the spend (docs/decisions.md#adr-0050-d4).
 
-    the pre-check's one read (shared/money/precheck.py): a replay, or the rungs before the lock
+    the pre-check's one read: a replay, or the rungs before the lock
     → retry loop { the key's claim → application lock → both accounts → authoritative sum →
       balance → tail lock → ONE round trip of writes (transfer_write_sql) → commit }
 
@@ -14,37 +14,50 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, NoReturn
+from typing import Any, NoReturn
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
 from shared.audit.appender import AuditAppender
-from shared.clock import Clock
-from shared.db.schema import AuthorizationStatus, TransferAuthorization
-from shared.db.uow import one_read
-from shared.money.accounts import (
-    AccountState,
-    BalanceWrite,
-    in_lock_order,
-    open_account_and_primary_account,
+from shared.clock import Clock, utc_day
+from shared.db.prebuilt import prebuilt
+from shared.db.schema import (
+    AspNetUser,
+    AuthorizationStatus,
+    IdempotencyRecord,
+    TransferAuthorization,
 )
+from shared.db.uow import one_read
+from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
-from shared.money.daily_limit import DailyOutflowLimit
-from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, SuccessRecord, run_keyed
-from shared.money.payees import Payee
-from shared.money.precheck import pre_check
+from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
+from shared.money.idempotency import (
+    Answer,
+    HeldKey,
+    IdempotencyClaim,
+    LostRace,
+    committed_answer,
+    key_match,
+    key_parameters,
+    run_keyed,
+    stored_answer,
+)
+from shared.money.payees import (
+    Payee,
+    judge_payee,
+    payee_columns,
+    payee_match,
+    refuse_an_unstorable_tag,
+)
 from shared.money.refusals import (
     AuthorizationExpired,
     AuthorizationInvalid,
+    AuthorizationRequired,
     InsufficientFunds,
     PayeeInvalid,
 )
-from shared.money.retry import LostRace
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
-
-if TYPE_CHECKING:
-    from shared.audit.chain import SealedAuditRow
 
 TRANSFER_COMPLETED = "TransferCompleted"
 
@@ -80,8 +93,7 @@ class TransferService:
     writes: TransferWriter
 
     def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
-        """The transfer of `order` by `claim`'s user, at most once per key: its answer, or the
-        stored answer of the attempt that did it."""
+        """The transfer of `order`, at most once per key."""
         with one_read(self.engine) as session:
             checked = pre_check(session, self.limit, claim, order, self.clock.now())
         if isinstance(checked, Answer):
@@ -101,57 +113,12 @@ class TransferService:
         payee: Payee,
     ) -> Answer:
         """One attempt, the key claimed; the lock order (key → application lock → tail → rows)
-        is read here, in one place."""
+        is read here, in one place, and the refusals after the lock in their rungs' order."""
         user_id = held.claim.user_id
         self.lock.take(session, user_id)
         # The instant is read once, under the lock: the sum's day, the rows' CreatedAt and the
         # spend all use it, so the midnight edge is decided against the day of the spend.
         now = self.clock.now()
-        sender, receiver = self._parties(session, user_id, order, payee, now)
-        receipt = TransferReceipt(
-            uuid.uuid4(),
-            sender.Id,
-            order.recipient_azure_tag,
-            order.amount,
-            sender.Balance - order.amount,
-            now,
-        )
-        # Rendered before the tail lock: every instant under the tail is every transfer's.
-        success = held.success(receipt, now)
-        # The reads above were plain; the first row lock is in the writes, after the tail's.
-        audit_row = self._seal(session, user_id, order, receipt)
-        outcome = self.writes(
-            session, _transfer_writes(order, receipt, (sender, receiver), audit_row, success)
-        )
-        # Whatever half-applied rolls back with the attempt, the audit row too.
-        if outcome.balances != 2:
-            raise LostRace()
-        if outcome.spent != 1:
-            _refuse_spend(session, order, now)
-        return success.answer()
-
-    def _seal(
-        self, session: Session, user_id: str, order: TransferOrder, receipt: TransferReceipt
-    ) -> SealedAuditRow:
-        """The audit row of the transfer, sealed under the chain's tail lock."""
-        return self.audit.seal(
-            session,
-            actor_user_id=user_id,
-            event=TRANSFER_COMPLETED,
-            occurred_at=receipt.created_at,
-            details={
-                "transactionId": str(receipt.transaction_id),
-                "accountId": str(order.account_id),
-                "recipientAzureTag": order.recipient_azure_tag,
-                "amount": str(order.amount),
-            },
-        )
-
-    def _parties(
-        self, session: Session, user_id: str, order: TransferOrder, payee: Payee, now: datetime
-    ) -> tuple[AccountState, AccountState]:
-        """The sender's and the payee's rows (one read), the authoritative day, then the
-        sender, the balance, the payee's account; refuses in that order."""
         # The sender's row (and its token) is read BEFORE the sum: a transfer from this account
         # that commits after this read makes our write lose, and one that committed before it
         # is in the sum. The lock covers two accounts of one user, which share no row.
@@ -166,34 +133,53 @@ class TransferService:
             raise InsufficientFunds(available=sender.Balance, requested=order.amount)
         if receiver is None:
             raise PayeeInvalid()
-        return sender, receiver
-
-
-def _transfer_writes(
-    order: TransferOrder,
-    receipt: TransferReceipt,
-    parties: tuple[AccountState, AccountState],
-    audit_row: SealedAuditRow,
-    success: SuccessRecord,
-) -> TransferWrites:
-    assert order.authorization_id is not None
-    sender, receiver = parties
-    return TransferWrites(
-        audit=audit_row,
-        balances=in_lock_order(
-            BalanceWrite(sender.Id, sender.Version, receipt.balance),
-            BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
-        ),
-        transaction_id=receipt.transaction_id,
-        transfer_in_id=uuid.uuid4(),
-        sender_id=sender.Id,
-        receiver_id=receiver.Id,
-        recipient_azure_tag=order.recipient_azure_tag,
-        amount=order.amount,
-        authorization_id=order.authorization_id,
-        now=receipt.created_at,
-        success=success,
-    )
+        receipt = TransferReceipt(
+            uuid.uuid4(),
+            sender.Id,
+            order.recipient_azure_tag,
+            order.amount,
+            sender.Balance - order.amount,
+            now,
+        )
+        # Rendered before the tail lock: every instant under the tail is every transfer's.
+        success = held.success(receipt, now)
+        # The reads above were plain; the first row lock is in the writes, after the tail's.
+        audit_row = self.audit.seal(
+            session,
+            actor_user_id=user_id,
+            event=TRANSFER_COMPLETED,
+            occurred_at=now,
+            details={
+                "transactionId": str(receipt.transaction_id),
+                "accountId": str(order.account_id),
+                "recipientAzureTag": order.recipient_azure_tag,
+                "amount": str(order.amount),
+            },
+        )
+        assert order.authorization_id is not None
+        writes = TransferWrites(
+            audit=audit_row,
+            balances=in_lock_order(
+                BalanceWrite(sender.Id, sender.Version, receipt.balance),
+                BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
+            ),
+            transaction_id=receipt.transaction_id,
+            transfer_in_id=uuid.uuid4(),
+            sender_id=sender.Id,
+            receiver_id=receiver.Id,
+            recipient_azure_tag=order.recipient_azure_tag,
+            amount=order.amount,
+            authorization_id=order.authorization_id,
+            now=now,
+            success=success,
+        )
+        outcome = self.writes(session, writes)
+        # Whatever half-applied rolls back with the attempt, the audit row too.
+        if outcome.balances != 2:
+            raise LostRace()
+        if outcome.spent != 1:
+            _refuse_spend(session, order, now)
+        return success.answer()
 
 
 def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
@@ -208,3 +194,81 @@ def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoRe
     if expires_at is not None and expires_at <= now:
         raise AuthorizationExpired()
     raise AuthorizationInvalid()
+
+
+def pre_check(
+    session: Session,
+    limit: DailyOutflowLimit,
+    claim: IdempotencyClaim[Any],
+    order: TransferOrder,
+    now: datetime,
+) -> Payee | Answer:
+    """The stored answer to replay, or the payee once the order passed every rung before the
+    lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
+    spent its authorization. Nothing here is authoritative, so one read serves every rung."""
+    refuse_an_unstorable_tag(order.recipient_azure_tag)
+    if order.authorization_id is None:
+        # Only the key can answer before this rung; no authorization is not a value to bind.
+        replay = committed_answer(session, claim)
+        if replay is not None:
+            return replay
+        raise AuthorizationRequired()
+    user_id = claim.user_id
+    day_start, day_end = utc_day(now)
+    row = session.execute(
+        _pre_check_read(),
+        {
+            **key_parameters(claim),
+            "azure_tag": order.recipient_azure_tag,
+            "authorization_id": order.authorization_id,
+            "day_start": day_start,
+            "day_end": day_end,
+        },
+    ).one()
+    replay = stored_answer(claim, row)
+    if replay is not None:
+        return replay
+    payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+    # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
+    if (
+        row.UserId != user_id
+        or row.AccountId != order.account_id
+        or row.RecipientAzureTag != order.recipient_azure_tag
+        or row.Amount != order.amount
+        or row.Status != AuthorizationStatus.PENDING.value
+    ):
+        raise AuthorizationInvalid()
+    if row.ExpiresAt <= now:
+        raise AuthorizationExpired()
+    limit.judge(user_id, order.amount, row.used, now)
+    return payee
+
+
+@prebuilt
+def _pre_check_read() -> Select[
+    str, str, int | None, str | None, str, int, str, uuid.UUID, str, Decimal, *tuple[Any, ...]
+]:
+    """One row whatever matches: a one-row anchor (SQL Server has no FROM-less join), outer-joined
+    to the key's record, the tag's user and the authorization, with the day's sum beside them."""
+    anchor = select(literal(1).label("one")).subquery("anchor")
+    payee_user_id, payee_open = payee_columns()
+    joined = (
+        anchor.outerjoin(IdempotencyRecord, key_match())
+        .outerjoin(AspNetUser, payee_match())
+        .outerjoin(TransferAuthorization, TransferAuthorization.Id == bindparam("authorization_id"))
+    )
+    return select(
+        IdempotencyRecord.RequestHash,
+        IdempotencyRecord.State,
+        IdempotencyRecord.ResponseStatus,
+        IdempotencyRecord.ResponseBody,
+        payee_user_id.label("payee_user_id"),
+        payee_open.label("payee_open"),
+        TransferAuthorization.UserId,
+        TransferAuthorization.AccountId,
+        TransferAuthorization.RecipientAzureTag,
+        TransferAuthorization.Amount,
+        TransferAuthorization.Status,
+        TransferAuthorization.ExpiresAt,
+        daily_outflow_statement().scalar_subquery().label("used"),
+    ).select_from(joined)

@@ -1,7 +1,7 @@
 """ADR-0050 D4.2, the transfer's pre-check, which reads the payee, the authorization and the
-day's sum in ONE statement (shared/money/precheck.py) and judges them in the rungs' order: every
-combination of a failing payee, a failing authorization and a full day answers with the first
-failing rung, through the API, on SQLite and PostgreSQL.
+day's sum in ONE statement (`pre_check` in shared/money/transfers.py) and judges them in the
+rungs' order: every combination of a failing payee, a failing authorization and a full day
+answers with the first failing rung, through the API, on SQLite and PostgreSQL.
 
 The combinations are few enough to enumerate (4 payees × 8 authorizations × 2 days), so every
 one is run rather than sampled."""
