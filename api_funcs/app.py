@@ -3,22 +3,44 @@ one named HTTP Function per operation (api_funcs.functions)."""
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
 
-from api_funcs.body_limit import BodyLimit
-from api_funcs.context import AppContext
 from api_funcs.docs_page import docs_page_on, install_docs_page
+from api_funcs.middleware import BodyLimit, UnhandledErrors
 from api_funcs.problems import install_problem_handlers
 from api_funcs.telemetry_recorder import install_request_spans
-from api_funcs.unhandled import UnhandledErrors
+from shared.bootstrap import Services
+from shared.settings import HostedKind, Settings
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 OPENAPI_URL = "/api/openapi.json"
 # The route modules (api_funcs/routes), one router each, in the order the document lists them.
 FEATURES = ("health", "accounts", "pin", "transactions")
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """What every request reads, handed to the app by the host that serves it."""
+
+    settings: Settings
+    # The host's services, composed (once, by the host) on the first request that reads one: a
+    # request that reads none (health) builds no engine and imports no driver.
+    compose: Callable[[], Services]
+    # `serve` (api) or the Functions host (function): who delivers notices (ADR-0048 D6),
+    # whether the API page is on.
+    host: HostedKind = "api"
+    # The host's (api_funcs.telemetry.host_telemetry), read without composing the services.
+    telemetry: Telemetry = NO_TELEMETRY
+
+    @property
+    def services(self) -> Services:
+        return self.compose()
 
 
 def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
@@ -56,16 +78,9 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
 
 def _router(feature: str) -> APIRouter:
     # Each feature's module is imported when an app that routes it is built.
-    if feature == "health":
-        from api_funcs.routes.health import router
-    elif feature == "accounts":
-        from api_funcs.routes.accounts import router
-    elif feature == "pin":
-        from api_funcs.routes.pin import router
-    elif feature == "transactions":
-        from api_funcs.routes.transactions import router
-    else:
+    if feature not in FEATURES:
         raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
+    router: APIRouter = importlib.import_module(f"api_funcs.routes.{feature}").router
     return router
 
 

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api_funcs.context import AppContext
+from api_funcs.app import AppContext
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser

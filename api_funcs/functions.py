@@ -66,8 +66,7 @@ def blueprint(host: Host) -> func.Blueprint:
         # Built on the feature's first request, never at import: a cold instance indexes its
         # Functions without importing FastAPI, the routes or the ORM (bench/cold_start.py).
         with long_lived_build():
-            from api_funcs.app import FEATURES, create_app
-            from api_funcs.context import AppContext
+            from api_funcs.app import FEATURES, AppContext, create_app
 
             context = AppContext(host.settings, host.services, "function", host.telemetry)
             features = FEATURES if feature is None else (feature,)

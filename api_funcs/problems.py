@@ -10,7 +10,7 @@ by the driver error's type; any other SQLAlchemy error is a 500, logged by its t
 was raised. An exception that escaped would be printed whole by the server (uvicorn's "Exception
 in ASGI application"), and a driver's text carries the SQL and, on PostgreSQL, values: a
 constraint's DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says.
-Any other exception is answered by api_funcs.unhandled, the same way.
+Any other exception is answered by api_funcs.middleware.UnhandledErrors, the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api_funcs.exact_json import ExactJSONResponse
-from api_funcs.telemetry_recorder import record_refusal
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,
@@ -130,7 +129,10 @@ def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResp
 
 
 async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-    record_refusal(request, exc)
+    # Counted by the operation (route name) that answered it, for the refusals an operator
+    # alerts on (api_funcs/telemetry_recorder.py).
+    route = request.scope.get("route")
+    request.app.state.ctx.telemetry.refused(str(getattr(route, "name", "unrouted")), exc)
     return refusal_problem(exc, trace_id_of(request))
 
 

@@ -13,7 +13,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api_funcs.http_middleware import HttpMiddleware, WatchedSend
+from api_funcs.middleware import HttpMiddleware, WatchedSend
 from shared.errors import DomainError, LockTimeout
 from shared.identity.refusals import PinLockedOut
 from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
@@ -201,10 +201,3 @@ def install_request_spans(app: Any, telemetry: Telemetry) -> None:
     """Trace every request when this host exports telemetry; nothing otherwise."""
     if isinstance(telemetry, OpenTelemetryRecorder):
         app.add_middleware(RequestSpans, tracer=telemetry.tracer)
-
-
-def record_refusal(request: Any, error: DomainError) -> None:
-    """Count a refusal an operator alerts on, by the operation (route name) that answered it."""
-    route = request.scope.get("route")
-    telemetry: Telemetry = request.app.state.ctx.telemetry
-    telemetry.refused(str(getattr(route, "name", "unrouted")), error)
