@@ -1,4 +1,4 @@
-"""FastAPI dependencies shared by the routers: the host's context, a unit of work, the caller."""
+"""FastAPI dependencies shared by the routers: the host's services, a unit of work, the caller."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from api_funcs.app import AppContext
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
@@ -23,23 +22,17 @@ from shared.settings import SettingsError
 log = logging.getLogger("azurebank.api")
 
 
-def get_context(request: Request) -> AppContext:
-    ctx: AppContext = request.app.state.ctx
-    return ctx
-
-
-Context = Annotated[AppContext, Depends(get_context)]
-
-
-def get_services(ctx: Context) -> Services:
-    return ctx.services
+def get_services(request: Request) -> Services:
+    # Composed by the host on the first request that reads one (AppContext.compose).
+    services: Services = request.app.state.ctx.services
+    return services
 
 
 HostServices = Annotated[Services, Depends(get_services)]
 
 
 def get_session(services: HostServices) -> Iterator[Session]:
-    """A unit of work for one request; it rolls back unless the handler commits."""
+    # It rolls back unless the handler commits.
     with unit_of_work(services.engine) as session:
         yield session
 
@@ -84,7 +77,7 @@ def require_audit_chain(_: CurrentUser, services: HostServices) -> None:
     try:
         services.require_audit_chain()
     except SettingsError as exc:
-        # Imported here: the routes that read no chain (health, accounts) never load it.
+        # Imported here: health and accounts, which read no chain, never load it.
         from shared.audit.chain import AuditChainUnavailable
 
         log.error("%s", exc)

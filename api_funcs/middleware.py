@@ -1,5 +1,4 @@
-"""The app's own ASGI middleware. Each sees HTTP requests only (lifespan passes through untouched)
-and, through WatchedSend, the status of a response once it has started."""
+"""The app's own ASGI middleware: the bound on request bodies and the catch-all."""
 
 from __future__ import annotations
 
@@ -44,18 +43,12 @@ class WatchedSend:
 
 
 class BodyLimit(HttpMiddleware):
-    """Refuse a body over `max_bytes` before any route reads it, declared (Content-Length) or
-    counted as it arrives (chunked): every operation takes a few hundred bytes, and without a
-    bound a caller could make the host read, decode and validate megabytes
-    (docs/money.md#request-bodies)."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
-        super().__init__(app)
-        self.max_bytes = max_bytes
+    """Refuse a body over MAX_BODY_BYTES, declared (Content-Length) or counted as it arrives
+    (chunked), before any route reads, decodes and validates it (docs/money.md#request-bodies)."""
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_bytes:
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
             await self._refuse(scope, receive, send)
             return
         # Read the body up front (it is small by the bound), then hand it on unchanged.
@@ -67,7 +60,7 @@ class BodyLimit(HttpMiddleware):
             if message["type"] != "http.request":
                 break
             size += len(message.get("body", b""))
-            if size > self.max_bytes:
+            if size > MAX_BODY_BYTES:
                 await self._refuse(scope, receive, send)
                 return
             if not message.get("more_body", False):
@@ -79,14 +72,13 @@ class BodyLimit(HttpMiddleware):
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = refusal_problem(ValidationFailed("body", f"at most {self.max_bytes} bytes"))
+        response = refusal_problem(ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes"))
         await response(scope, receive, send)
 
 
 class UnhandledErrors(HttpMiddleware):
-    """The catch-all: an exception no handler answered becomes a 500 INTERNAL_ERROR problem and
-    one Error line (problems.log_unhandled). Not an `Exception` handler, which
-    ServerErrorMiddleware re-raises after, for the server to print whole."""
+    """An exception no handler answered becomes a 500 INTERNAL_ERROR and one Error line. Not an
+    `Exception` handler, which ServerErrorMiddleware re-raises after, for the server to print."""
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         sent = WatchedSend(send)
