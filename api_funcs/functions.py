@@ -44,7 +44,7 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 # No operation, but reached on Azure only through a Function: the API page and its document,
-# anonymous like any page, and 404 unless ApiDocs__Enabled turns them on (api_funcs/docs_page.py).
+# anonymous like any page, and 404 unless ApiDocs__Enabled turns them on (api_funcs/app.py).
 PAGES: tuple[Operation, ...] = (
     Operation("docs", "docs/{*asset}", ("GET",), None, func.AuthLevel.ANONYMOUS),
     Operation("openapi", "openapi.json", ("GET",), None, func.AuthLevel.ANONYMOUS),
