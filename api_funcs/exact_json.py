@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -27,32 +26,22 @@ def number_text(value: Decimal) -> str:
 def dumps(value: Any, *, ensure_ascii: bool = True) -> str:
     """Compact JSON text of `value` (dicts with str keys, lists, tuples, str, int, bool, None,
     float, Decimal, UUID); a Decimal is written exactly (number_text), a UUID as its string."""
-    return "".join(_encode(value, ensure_ascii))
-
-
-def _encode(value: Any, ensure_ascii: bool) -> Iterator[str]:
     if isinstance(value, Decimal):
-        yield number_text(value)
-    elif isinstance(value, dict):
-        yield "{"
-        for i, (key, item) in enumerate(value.items()):
-            if not isinstance(key, str):
-                raise TypeError(f"JSON object keys are strings, not {type(key).__name__}")
-            yield ("," if i else "") + json.dumps(key, ensure_ascii=ensure_ascii) + ":"
-            yield from _encode(item, ensure_ascii)
-        yield "}"
-    elif isinstance(value, list | tuple):
-        yield "["
-        for i, item in enumerate(value):
-            if i:
-                yield ","
-            yield from _encode(item, ensure_ascii)
-        yield "]"
-    elif isinstance(value, uuid.UUID):
-        yield f'"{value}"'
-    else:
-        # str, int, bool, None, float; anything else is a TypeError, as from json.dumps.
-        yield json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False)
+        return number_text(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_member(k, v, ensure_ascii) for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(dumps(item, ensure_ascii=ensure_ascii) for item in value) + "]"
+    if isinstance(value, uuid.UUID):
+        return f'"{value}"'
+    # str, int, bool, None, float; anything else is a TypeError, as from json.dumps.
+    return json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False)
+
+
+def _member(key: Any, item: Any, ensure_ascii: bool) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"JSON object keys are strings, not {type(key).__name__}")
+    return json.dumps(key, ensure_ascii=ensure_ascii) + ":" + dumps(item, ensure_ascii=ensure_ascii)
 
 
 class ExactJSONResponse(JSONResponse):

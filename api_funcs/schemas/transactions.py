@@ -39,9 +39,6 @@ class AccountAmountBody(BaseModel):
     amount: Money
 
 
-# --- responses ---------------------------------------------------------------------------------
-
-
 class Receipt(BaseModel):
     # Read off a shared.money receipt's snake_case attributes, so the body is rendered by the
     # very model the document publishes.
