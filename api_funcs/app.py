@@ -33,8 +33,7 @@ class AppContext:
     """What every request reads, handed to the app by the host that serves it."""
 
     settings: Settings
-    # The host's services, composed (once, by the host) on the first request that reads one: a
-    # request that reads none (health) builds no engine and imports no driver.
+    # Composed once, by the host, on the first request that reads a service: health reads none.
     compose: Callable[[], Services]
     # `serve` (api) or the Functions host (function): who delivers notices, whether the page is on.
     host: HostedKind = "api"

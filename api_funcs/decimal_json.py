@@ -60,8 +60,6 @@ class DecimalJSONRequest(Request):
 
 
 class DecimalJSONRoute(APIRoute):
-    """An APIRoute whose handler reads the body through DecimalJSONRequest."""
-
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 

@@ -23,7 +23,6 @@ log = logging.getLogger("azurebank.api")
 
 
 def get_services(request: Request) -> Services:
-    # Composed by the host on the first request that reads one (AppContext.compose).
     services: Services = request.app.state.ctx.services
     return services
 
@@ -84,5 +83,4 @@ def require_audit_chain(_: CurrentUser, services: HostServices) -> None:
         raise AuditChainUnavailable from None
 
 
-# Every audited operation's: `dependencies=[AUDITED]`.
 AUDITED = Depends(require_audit_chain)

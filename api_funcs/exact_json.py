@@ -24,8 +24,7 @@ def number_text(value: Decimal) -> str:
 
 
 def dumps(value: Any, *, ensure_ascii: bool = True) -> str:
-    """Compact JSON text of `value` (dicts with str keys, lists, tuples, str, int, bool, None,
-    float, Decimal, UUID); a Decimal is written exactly (number_text), a UUID as its string."""
+    """Compact JSON text of `value`, each Decimal written exactly (number_text), a UUID as text."""
     if isinstance(value, Decimal):
         return number_text(value)
     if isinstance(value, dict):

@@ -29,8 +29,7 @@ class HttpMiddleware:
 
 
 class WatchedSend:
-    """A request's `send`, noting the status once the response has started (after which no
-    other answer can be sent)."""
+    """A request's `send`, noting the status once the response has started."""
 
     def __init__(self, send: Send) -> None:
         self._send = send

@@ -57,9 +57,8 @@ def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
 
 
 class AccessLog(HttpMiddleware):
-    """The access line `azurebank serve` writes in place of uvicorn's (docs/money.md#logging),
-    from the ASGI scope, whose `path` never holds the query string, where a client may put a
-    token."""
+    """`serve`'s access line in place of uvicorn's (docs/money.md#logging), from the ASGI scope,
+    whose `path` never holds the query string, where a client may put a token."""
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         began = time.perf_counter()

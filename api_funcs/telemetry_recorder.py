@@ -65,8 +65,7 @@ Gauge = Callable[[CallbackOptions], Iterable[Observation]]
 
 
 class OpenTelemetryRecorder:
-    """`Telemetry` over the providers it is given (the distro's globals on Azure; the SDK's
-    in-memory ones in tests)."""
+    """`Telemetry` over the distro's providers on Azure, the SDK's in-memory ones in tests."""
 
     def __init__(
         self,
@@ -188,6 +187,5 @@ class RequestSpans(HttpMiddleware):
 
 
 def install_request_spans(app: Any, telemetry: Telemetry) -> None:
-    """Trace every request when this host exports telemetry; nothing otherwise."""
     if isinstance(telemetry, OpenTelemetryRecorder):
         app.add_middleware(RequestSpans, tracer=telemetry.tracer)
