@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.decimal_json import ExactJSONResponse
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,

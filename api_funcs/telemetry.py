@@ -46,13 +46,10 @@ def _configure_azure_monitor() -> tuple[TracerProvider, MeterProvider]:
     return trace.get_tracer_provider(), metrics.get_meter_provider()
 
 
-Configure = Callable[[], "tuple[TracerProvider, MeterProvider]"]
-
-
 def host_telemetry(
     *,
     environ: Mapping[str, str] = os.environ,
-    configure: Configure = _configure_azure_monitor,
+    configure: Callable[[], tuple[TracerProvider, MeterProvider]] = _configure_azure_monitor,
 ) -> Telemetry:
     """NO_TELEMETRY without the connection string; with it, the distro configured once and a
     recorder, whose backlog gauges shared.bootstrap wires to the host's engine."""

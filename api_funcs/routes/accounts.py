@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from sqlalchemy.orm import Session
 
+from api_funcs.decimal_json import ExactJSONResponse
 from api_funcs.deps import CurrentUser, get_session
-from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.accounts import AccountView
@@ -28,7 +28,7 @@ router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
 def accounts(
     user_id: CurrentUser, session: Annotated[Session, Depends(get_session)]
 ) -> ExactJSONResponse:
-    # Rendered by exact_json, not by FastAPI's encoder (which writes a Decimal through a float).
+    # Rendered by decimal_json, not by FastAPI's encoder (which writes a Decimal through a float).
     return ExactJSONResponse(
         [
             AccountView(

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
+from api_funcs.decimal_json import ExactJSONResponse
 from api_funcs.deps import HostServices
-from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.health import ReadinessAnswer

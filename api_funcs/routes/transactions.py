@@ -11,9 +11,8 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
-from api_funcs.decimal_json import DecimalJSONRoute
+from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
-from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import (
     IDEMPOTENCY_KEY_PARAMETER,
     REPLAYED_HEADER,
