@@ -1,15 +1,13 @@
-"""FastAPI dependencies shared by the routers: the host's services, a unit of work, the caller."""
+"""FastAPI dependencies shared by the routers: the host's services, the caller, the audit chain."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
@@ -28,12 +26,6 @@ def get_services(request: Request) -> Services:
 
 
 HostServices = Annotated[Services, Depends(get_services)]
-
-
-def get_session(services: HostServices) -> Iterator[Session]:
-    # It rolls back unless the handler commits.
-    with unit_of_work(services.engine) as session:
-        yield session
 
 
 # A security scheme, so the document says which operations need the caller (docs/security.md);
