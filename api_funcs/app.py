@@ -1,32 +1,57 @@
 """The one FastAPI app: the only router, served by uvicorn (`azurebank serve`) and, on Azure, by
-one named HTTP Function per operation (api_funcs.functions)."""
+one named HTTP Function per operation (api_funcs.functions), and its API page."""
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 
-from api_funcs.body_limit import BodyLimit
-from api_funcs.context import AppContext
-from api_funcs.docs_page import docs_page_on, install_docs_page
+from api_funcs.middleware import BodyLimit, UnhandledErrors
 from api_funcs.problems import install_problem_handlers
 from api_funcs.telemetry_recorder import install_request_spans
-from api_funcs.unhandled import UnhandledErrors
+from shared.bootstrap import Services
+from shared.settings import HostedKind, Settings
+from shared.telemetry import NO_TELEMETRY, Telemetry
 
 OPENAPI_URL = "/api/openapi.json"
 # The route modules (api_funcs/routes), one router each, in the order the document lists them.
 FEATURES = ("health", "accounts", "pin", "transactions")
 
 
+@dataclass(frozen=True)
+class AppContext:
+    """What every request reads, handed to the app by the host that serves it."""
+
+    settings: Settings
+    # Composed once, by the host, on the first request that reads a service: health reads none.
+    compose: Callable[[], Services]
+    # `serve` (api) or the Functions host (function): who delivers notices, whether the page is on.
+    host: HostedKind = "api"
+    # The host's (api_funcs.telemetry.host_telemetry), read without composing the services.
+    telemetry: Telemetry = NO_TELEMETRY
+
+    @property
+    def services(self) -> Services:
+        return self.compose()
+
+
 def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
-    """The app over `context`, routing the `features` given: every one under uvicorn; under the
-    Functions host, the one whose Function was called (api_funcs.functions), which is all a
-    Function's requests can reach."""
+    """The app over `context`, routing `features`: all under uvicorn, and under the Functions
+    host the one whose Function was called, which is all its requests can reach."""
     functions_host = context.host == "function"
-    docs = docs_page_on(context.settings, functions_host=functions_host)
+    # ApiDocs__Enabled when set; otherwise on under `serve` and off under the Functions host.
+    enabled = context.settings.ApiDocs.Enabled
+    docs = not functions_host if enabled is None else enabled
     app = FastAPI(
         title="AzureBank Functions",
         version="1.0.0",
@@ -47,32 +72,19 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
     for feature in features:
-        app.include_router(_router(feature))
+        # Each feature's module is imported when an app that routes it is built.
+        if feature not in FEATURES:
+            raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
+        app.include_router(importlib.import_module(f"api_funcs.routes.{feature}").router)
     _declare_only_real_refusals(app)
     if docs:
         install_docs_page(app)
     return app
 
 
-def _router(feature: str) -> APIRouter:
-    # Each feature's module is imported when an app that routes it is built.
-    if feature == "health":
-        from api_funcs.routes.health import router
-    elif feature == "accounts":
-        from api_funcs.routes.accounts import router
-    elif feature == "pin":
-        from api_funcs.routes.pin import router
-    elif feature == "transactions":
-        from api_funcs.routes.transactions import router
-    else:
-        raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
-    return router
-
-
 def _declare_only_real_refusals(app: FastAPI) -> None:
-    """FastAPI declares a 422 `HTTPValidationError` on every operation with a body; this app
-    answers body errors with 400 VALIDATION_FAILED (problems.py), so that 422 is dropped and
-    each operation declares only what it can answer (docs/http.md)."""
+    """Drop the 422 `HTTPValidationError` FastAPI declares on every operation with a body: this
+    app answers body errors with 400 VALIDATION_FAILED (problems.py)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -91,3 +103,56 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# The API page, Swagger UI, its every asset served by the app from the `swagger-ui-bundle-v2`
+# package, no CDN, for machines that may be offline (docs/settings.md).
+PAGE = "/api/docs"
+# The files the page loads (and their source maps, which a browser's tools ask for): nothing
+# else of the bundle is served, so its sample page and its Petstore initializer stay out.
+ASSETS = frozenset(
+    {
+        "swagger-ui-bundle.js",
+        "swagger-ui-bundle.js.map",
+        "swagger-ui.css",
+        "swagger-ui.css.map",
+        "favicon-32x32.png",
+    }
+)
+# A browser refuses any other origin, so a page that tried a CDN would show it at once.
+_POLICY = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"
+)
+
+
+def install_docs_page(app: FastAPI) -> None:
+    """The page and its assets, as plain routes: no operation of the API, nor of its document."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    bundle = Path(str(swagger_ui_path))
+
+    async def page(_request: Request) -> Response:
+        html = get_swagger_ui_html(
+            openapi_url=str(app.openapi_url),
+            title=f"{app.title} — API",
+            swagger_js_url=f"{PAGE}/swagger-ui-bundle.js",
+            swagger_css_url=f"{PAGE}/swagger-ui.css",
+            swagger_favicon_url=f"{PAGE}/favicon-32x32.png",
+            # Swagger UI's default validator is an image from an outside service.
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+        html.headers["Content-Security-Policy"] = _POLICY
+        return html
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["asset"]
+        if name not in ASSETS:
+            # The app's own 404 problem (problems.py answers HTTPException).
+            raise HTTPException(404, "Not Found")
+        return FileResponse(bundle / name, headers={"Cache-Control": "public, max-age=86400"})
+
+    app.add_route(PAGE, page, methods=["GET"], include_in_schema=False, name="docs")
+    app.add_route(
+        f"{PAGE}/{{asset}}", asset, methods=["GET"], include_in_schema=False, name="docs_asset"
+    )

@@ -1,15 +1,17 @@
-"""Request bodies with every JSON fraction read as a `Decimal`, the digits sent, never a float
-(docs/http.md#bodies); every router with a body uses it, so whatever is not JSON is 400
-VALIDATION_FAILED naming the body, and a number no Decimal or int holds refuses its own field."""
+"""JSON with Decimals both ways, never a float (docs/http.md#bodies). Request bodies read every
+fraction as a Decimal, the digits sent (whatever is not JSON is 400 VALIDATION_FAILED naming the
+body); responses write each Decimal exactly, where `json.dumps` keeps a float's ~15 digits."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Coroutine
 from decimal import Decimal
 from typing import Any, Final
 
 from fastapi import Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 
@@ -60,8 +62,6 @@ class DecimalJSONRequest(Request):
 
 
 class DecimalJSONRoute(APIRoute):
-    """An APIRoute whose handler reads the body through DecimalJSONRequest."""
-
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
@@ -69,3 +69,41 @@ class DecimalJSONRoute(APIRoute):
             return await handler(DecimalJSONRequest(request.scope, request.receive))
 
         return decimal_json_handler
+
+
+def number_text(value: Decimal) -> str:
+    """A finite Decimal as a JSON number's text, every digit kept, no exponent and no trailing
+    zero (5000.0100 → 5000.01: a float's text whenever the float was exact)."""
+    if not value.is_finite():
+        raise ValueError("a JSON number is finite")
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def dumps(value: Any, *, ensure_ascii: bool = True) -> str:
+    """Compact JSON text of `value`, each Decimal written exactly (number_text), a UUID as text."""
+    if isinstance(value, Decimal):
+        return number_text(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_member(k, v, ensure_ascii) for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(dumps(item, ensure_ascii=ensure_ascii) for item in value) + "]"
+    if isinstance(value, uuid.UUID):
+        return f'"{value}"'
+    # str, int, bool, None, float; anything else is a TypeError, as from json.dumps.
+    return json.dumps(value, ensure_ascii=ensure_ascii, allow_nan=False)
+
+
+def _member(key: Any, item: Any, ensure_ascii: bool) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"JSON object keys are strings, not {type(key).__name__}")
+    return json.dumps(key, ensure_ascii=ensure_ascii) + ":" + dumps(item, ensure_ascii=ensure_ascii)
+
+
+class ExactJSONResponse(JSONResponse):
+    """Starlette's JSONResponse, the same bytes but for each Decimal, which is written exactly."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content, ensure_ascii=False).encode("utf-8")

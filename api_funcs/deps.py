@@ -1,17 +1,14 @@
-"""FastAPI dependencies shared by the routers: the host's context, a unit of work, the caller."""
+"""FastAPI dependencies shared by the routers: the host's services, the caller, the audit chain."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from api_funcs.context import AppContext
 from shared.bootstrap import Services
 from shared.db.exact import exact_equals
 from shared.db.schema import AspNetUser
@@ -23,25 +20,12 @@ from shared.settings import SettingsError
 log = logging.getLogger("azurebank.api")
 
 
-def get_context(request: Request) -> AppContext:
-    ctx: AppContext = request.app.state.ctx
-    return ctx
-
-
-Context = Annotated[AppContext, Depends(get_context)]
-
-
-def get_services(ctx: Context) -> Services:
-    return ctx.services
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.ctx.services
+    return services
 
 
 HostServices = Annotated[Services, Depends(get_services)]
-
-
-def get_session(services: HostServices) -> Iterator[Session]:
-    """A unit of work for one request; it rolls back unless the handler commits."""
-    with unit_of_work(services.engine) as session:
-        yield session
 
 
 # A security scheme, so the document says which operations need the caller (docs/security.md);
@@ -84,12 +68,11 @@ def require_audit_chain(_: CurrentUser, services: HostServices) -> None:
     try:
         services.require_audit_chain()
     except SettingsError as exc:
-        # Imported here: the routes that read no chain (health, accounts) never load it.
+        # Imported here: health and accounts, which read no chain, never load it.
         from shared.audit.chain import AuditChainUnavailable
 
         log.error("%s", exc)
         raise AuditChainUnavailable from None
 
 
-# Every audited operation's: `dependencies=[AUDITED]`.
 AUDITED = Depends(require_audit_chain)

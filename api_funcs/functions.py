@@ -1,11 +1,6 @@
-"""One named HTTP-triggered Function per operation, each handing its request to the FastAPI
-app, so an operator can disable or watch one (`AzureWebJobs.transfer.Disabled`).
-
-The host routes each request to its Function by route and method, so a Function's requests
-reach only its own feature's routes: each feature's app is built, with that feature's router
-alone, on the first request to one of its Functions. A cold instance's first request then builds
-one router, not thirteen operations' (bench/cold_start.py); the pages build the whole app, whose
-document lists every operation."""
+"""One named HTTP-triggered Function per operation, so an operator can disable or watch one
+(`AzureWebJobs.transfer.Disabled`). Each hands its request to the app of its feature, built on
+that feature's first request with its router alone (bench/cold_start.py); the pages build it all."""
 
 from __future__ import annotations
 
@@ -48,9 +43,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("allowance", "transactions/allowance", ("GET",), "transactions"),
 )
 
-# What is no operation but still needs a Function to be reached on Azure: the API page and the
-# document it reads, anonymous like any page. The app answers 404 for both unless
-# ApiDocs__Enabled turns the page on (api_funcs/docs_page.py).
+# No operation, but reached on Azure only through a Function: the API page and its document,
+# anonymous like any page, and 404 unless ApiDocs__Enabled turns them on (api_funcs/app.py).
 PAGES: tuple[Operation, ...] = (
     Operation("docs", "docs/{*asset}", ("GET",), None, func.AuthLevel.ANONYMOUS),
     Operation("openapi", "openapi.json", ("GET",), None, func.AuthLevel.ANONYMOUS),
@@ -58,16 +52,14 @@ PAGES: tuple[Operation, ...] = (
 
 
 def blueprint(host: Host) -> func.Blueprint:
-    """Every operation and page as its own Function, each handing its request to its feature's
-    app over `host`'s services, which the timer Function shares (function_app.py)."""
+    """Every operation and page as its own Function, over the `host` the timer shares."""
 
     @functools.cache
     def asgi(feature: str | None) -> func.AsgiMiddleware:
         # Built on the feature's first request, never at import: a cold instance indexes its
         # Functions without importing FastAPI, the routes or the ORM (bench/cold_start.py).
         with long_lived_build():
-            from api_funcs.app import FEATURES, create_app
-            from api_funcs.context import AppContext
+            from api_funcs.app import FEATURES, AppContext, create_app
 
             context = AppContext(host.settings, host.services, "function", host.telemetry)
             features = FEATURES if feature is None else (feature,)
@@ -89,9 +81,8 @@ def _register(
         app = asgi(op.feature)
         if answered_once:
             return await app.handle_async(req, context)
-        # A Function's first request imports and builds what its route reads (the driver,
-        # PyJWT, the ORM, the services it composes), which lives for the process: built like
-        # the app, without the collector's walks.
+        # What the first request imports and builds (the driver, PyJWT, the ORM, the services)
+        # lives for the process: built like the app, without the collector's walks.
         with long_lived_build():
             response = await app.handle_async(req, context)
         answered_once = True

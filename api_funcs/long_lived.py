@@ -1,13 +1,6 @@
-"""A cold instance's one-time builds with the cyclic garbage collector paused, then frozen.
-
-Building the app imports a few hundred modules and defines thousands of classes and functions,
-all of them alive for the process. The generational collector runs every 700 allocations and,
-every so often, walks every object the process holds (the worker's, the frameworks', the app's):
-on a cold start that was 60-100 ms of CPU spent finding nothing to free (bench/cold_start.py).
-Paused for the build and frozen after it (`gc.freeze`: the objects move to a generation the
-collector never walks), the build allocates without the walks and later collections walk only
-what requests allocate. What the build leaves unreachable stays allocated: a few hundred objects
-(measured), once per process."""
+"""A cold instance's one-time builds with the cyclic garbage collector paused, then frozen: the
+build's objects live for the process, and the collector's walks over them found nothing to free
+(60-100 ms of a cold start, bench/cold_start.py). What the build leaves unreachable stays."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""What each operation declares in the OpenAPI document (docs/http.md;
-docs/decisions.md#adr-0050-consequences): per status, a problem+json schema whose `errorCode` is one
-of the codes that status can carry, the same list as `x-error-codes`, per code the extension members
-it always sends, and the headers those codes send. All of it is derived from the refusal classes an
-operation can raise (polar's endpoints take their error classes' schemas): a route lists them, in
-rung order, to `error_code_responses`, and a renamed code or a new member reaches the document by
-itself."""
+"""What each operation declares in the OpenAPI document (docs/http.md), derived from the refusal
+classes it can raise, in rung order: per status, a problem+json schema per errorCode with the
+members and headers the class sends, so a renamed code or a new member reaches the document."""
 
 from __future__ import annotations
 
@@ -78,9 +74,8 @@ def _code_schema(refusal: type[DomainError]) -> dict[str, Any]:
 def error_code_responses(
     refusals: Refusals, *, touches_database: bool = True
 ) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for the refusal classes an operation can raise, in rung order: per
-    status, each class's errorCode, members and headers as the class declares them; plus 503
-    LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless the operation touches no database (health)."""
+    """FastAPI `responses=` for `refusals`, plus 503 LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless
+    the operation touches no database (health)."""
     by_status: dict[int, dict[str, type[DomainError]]] = {}
     declared: list[type[DomainError]] = [*refusals]
     if touches_database:
@@ -90,10 +85,9 @@ def error_code_responses(
         by_status.setdefault(refusal.status, {}).setdefault(refusal.error_code, refusal)
     out: dict[int | str, dict[str, Any]] = {}
     for status, codes in sorted(by_status.items()):
+        described = _DESCRIPTIONS.get(status, "Refused.")
         entry: dict[str, Any] = {
-            "description": f"{_DESCRIPTIONS.get(status, 'Refused.')} errorCode: "
-            + ", ".join(codes)
-            + ".",
+            "description": f"{described} errorCode: {', '.join(codes)}.",
             "content": {
                 PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(r) for r in codes.values()]}}
             },
@@ -106,22 +100,21 @@ def error_code_responses(
     return out
 
 
-def idempotency_key_parameter() -> dict[str, Any]:
-    """`openapi_extra` for a money operation: the Idempotency-Key header it requires (read by
-    the handler itself, so its absence is 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400)."""
-    return {
-        "parameters": [
-            {
-                "name": "Idempotency-Key",
-                "in": "header",
-                "required": True,
-                "description": "Unique per intended operation (ADR-0009); a retry with the same "
-                "key and body replays the first success with Idempotency-Replayed: true. Sent "
-                "once: two of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
-                "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-            }
-        ]
-    }
+# A money operation's `openapi_extra`: the handler reads the header itself, so its absence is
+# 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400.
+IDEMPOTENCY_KEY_PARAMETER = {
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": True,
+            "description": "Unique per intended operation (ADR-0009); a retry with the same key "
+            "and body replays the first success with Idempotency-Replayed: true. Sent once: two "
+            "of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+        }
+    ]
+}
 
 
 REPLAYED_HEADER = {

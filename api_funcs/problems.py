@@ -1,17 +1,6 @@
-"""Problem details (RFC 9457) for every refusal: the only place a domain error becomes HTTP.
-
-Bodies carry `type`, `title`, `status`, `errorCode`, `traceId` and the error's extension members.
-Nothing the caller sent is echoed back beyond a field's name: no PIN, password, token or address.
-
-No database error leaves the app. A database fault (shared/errors.py: the engine translated the
-driver's error) is answered as its refusal, 503 DATABASE_UNAVAILABLE, LOCK_TIMEOUT or, for a
-write with no Idempotency-Key whose COMMIT lost its connection, COMMIT_OUTCOME_UNKNOWN, and logged
-by the driver error's type; any other SQLAlchemy error is a 500, logged by its type and where it
-was raised. An exception that escaped would be printed whole by the server (uvicorn's "Exception
-in ASGI application"), and a driver's text carries the SQL and, on PostgreSQL, values: a
-constraint's DETAIL ("Key (…)=(…)", "Failing row contains (…)") whatever `hide_parameters` says.
-Any other exception is answered by api_funcs.unhandled, the same way.
-"""
+"""Problem details (RFC 9457) for every refusal: the only place a domain error becomes HTTP. No
+database error or other exception leaves the app for the server to print whole (a driver's text
+carries SQL and values): each is answered and logged by its type (docs/money.md#logging)."""
 
 from __future__ import annotations
 
@@ -28,8 +17,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api_funcs.exact_json import ExactJSONResponse
-from api_funcs.telemetry_recorder import record_refusal
+from api_funcs.decimal_json import ExactJSONResponse
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,
@@ -45,9 +33,8 @@ log = logging.getLogger("azurebank.api")
 
 
 def stack_of(exc: BaseException, limit: int = 40) -> str:
-    """The frames an exception passed through, innermost first, as file:line:function: never
-    its text, arguments or locals. Files are named from their import root (`api_funcs/…`,
-    `starlette/…`), not by the host's absolute path."""
+    """The frames an exception passed through, innermost first, as file:line:function (files
+    from their import root), never its text, arguments or locals."""
     frames = [(f.f_code, line) for f, line in traceback.walk_tb(exc.__traceback__)]
     return " < ".join(
         f"{_importable(code.co_filename)}:{line}:{code.co_qualname}"
@@ -62,10 +49,9 @@ _APP_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _importable(filename: str) -> str:
     paths = {_APP_ROOT, *(os.path.abspath(p) for p in sys.path if p)}
     roots = sorted(paths, key=len, reverse=True)
-    for root in roots:
-        if filename.startswith(root + os.sep):
-            return filename[len(root) + 1 :]
-    return filename
+    return next(
+        (filename[len(r) + 1 :] for r in roots if filename.startswith(r + os.sep)), filename
+    )
 
 
 def problem_type(error_code: str) -> str:
@@ -88,9 +74,8 @@ def problem_response(
         "status": status,
         "errorCode": error_code,
         "traceId": trace_id or uuid.uuid4().hex,
+        **members,
     }
-    # Figures (a Decimal member) travel as JSON numbers, written exactly.
-    body.update(members)
     return ExactJSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
@@ -102,14 +87,15 @@ def trace_id_of(request: Request) -> str:
     return trace
 
 
-def _field_name(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "header", "path")]
+def _field_name(error: Any) -> str:
+    if error.get("type") == "json_invalid":
+        # Its location is a character offset: the field is the body.
+        return "body"
+    parts = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "header", "path")]
     return ".".join(parts) or "body"
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    """Answer every refusal, invalid request, routing miss and database error as problem
-    details (RFC 9457), here and nowhere else."""
     app.exception_handler(DomainError)(_domain)
     app.exception_handler(DatabaseFault)(_database_fault)
     app.exception_handler(RequestValidationError)(_validation)
@@ -118,7 +104,6 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 
 def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
-    """A refusal's problem details: its status, code, title, headers and extension members."""
     return problem_response(
         error.status,
         error.error_code,
@@ -130,22 +115,16 @@ def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResp
 
 
 async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-    record_refusal(request, exc)
+    # Counted by the operation (route name) that answered it, for the refusals an operator
+    # alerts on (api_funcs/telemetry_recorder.py).
+    route = request.scope.get("route")
+    request.app.state.ctx.telemetry.refused(str(getattr(route, "name", "unrouted")), exc)
     return refusal_problem(exc, trace_id_of(request))
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
     # Name the fields, never their values: a body may hold a PIN or a password.
-    errors = [
-        {
-            # A JSON decode error's location is a character offset: the field is the body.
-            "field": "body"
-            if e.get("type") == "json_invalid"
-            else _field_name(tuple(e.get("loc", ()))),
-            "message": e.get("msg", "invalid"),
-        }
-        for e in exc.errors()
-    ]
+    errors = [{"field": _field_name(e), "message": e.get("msg", "invalid")} for e in exc.errors()]
     return refusal_problem(ValidationFailed(errors=errors), trace_id_of(request))
 
 
@@ -180,16 +159,14 @@ async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
 
 
 async def _untranslated(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-    # Answered here, so the exception never reaches the server's own error log (above).
     trace = trace_id_of(request)
     log_unhandled(exc, trace)
     return internal_error(trace)
 
 
 def log_unhandled(exc: BaseException, trace_id: str) -> None:
-    """The one Error line of an unexpected exception: its type, the traceId of the 500 and its
-    frames. Never its message (a driver's echoes SQL parameters, anyone's can hold an address)
-    and never exc_info (a handler would print the message with the traceback)."""
+    # Never the message (a driver's echoes SQL parameters) nor exc_info (a handler would print
+    # the message with the traceback).
     log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
 
 

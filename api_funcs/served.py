@@ -3,20 +3,28 @@ loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifesp
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
 
-from api_funcs.access_log import AccessLog
-from api_funcs.app import create_app
-from api_funcs.context import AppContext
+from api_funcs.app import AppContext, create_app
+from api_funcs.middleware import HttpMiddleware, WatchedSend
 from api_funcs.telemetry import host_telemetry
 from shared.bootstrap import Host
 from shared.clock import Clock
 from shared.notices.relay_loop import NoticeRelayService
 from shared.settings import Settings
+
+access_log = logging.getLogger("azurebank.access")
+# RFC 3986 pchar and "/": the path is written percent-encoded, so a decoded CR, LF or control
+# character the client sent as %0A cannot forge a line of the log.
+_PATH_SAFE = "/!$&'()*+,;=:@-._~"
 
 
 def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
@@ -46,3 +54,22 @@ def attach_relay(app: FastAPI, relay: NoticeRelayService) -> None:
                 await relay.stop()
 
     app.router.lifespan_context = lifespan
+
+
+class AccessLog(HttpMiddleware):
+    """`serve`'s access line in place of uvicorn's (docs/money.md#logging), from the ASGI scope,
+    whose `path` never holds the query string, where a client may put a token."""
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        began = time.perf_counter()
+        sent = WatchedSend(send)
+        try:
+            await self.app(scope, receive, sent)
+        finally:
+            access_log.info(
+                "%s %s %s %.1f ms",
+                scope["method"],
+                quote(scope["path"], safe=_PATH_SAFE, errors="backslashreplace"),
+                sent.status if sent.status is not None else "-",
+                (time.perf_counter() - began) * 1000,
+            )

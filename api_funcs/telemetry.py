@@ -1,21 +1,6 @@
-"""The one place a host builds its telemetry (`host_telemetry`): shared's `Telemetry` port, and
-what the edge hands to shared.bootstrap.
-
-With APPLICATIONINSIGHTS_CONNECTION_STRING set, the Azure Monitor OpenTelemetry distro exports
-traces and metrics through api_funcs.telemetry_recorder; without it the host gets NO_TELEMETRY
-and neither the SDK, the distro nor the recorder is imported: a cold start pays nothing for it,
-so this module imports nothing but the port.
-
-What is exported, and nothing more (docs/operations.md, "Alerting"):
-  traces   one SERVER span per HTTP operation, named `METHOD /route/template`; one span per sweep
-  metrics  azurebank.notices.delivered / .refused / .failed (per sweep, by runner kind),
-           azurebank.notices.sweeps (by result), azurebank.notices.owed and
-           azurebank.notices.oldest_owed_age (observable gauges read from the database, wired
-           by shared.bootstrap), azurebank.daily_limit.refusals, azurebank.money.lock_timeouts,
-           azurebank.money.concurrency_conflicts, azurebank.pin.lockouts (by operation)
-Attributes are route templates, methods, status codes, operation names and runner kinds: never a
-raw URL, query string, address, PIN, token, tag or user id (ADR-0017, ADR-0048 D4).
-"""
+"""The one place a host builds its telemetry (`host_telemetry`): shared's `Telemetry` port, with
+APPLICATIONINSIGHTS_CONNECTION_STRING set the Azure Monitor distro and the recorder of what
+docs/operations.md lists ("Alerting"); without it, neither is imported."""
 
 from __future__ import annotations
 
@@ -61,13 +46,10 @@ def _configure_azure_monitor() -> tuple[TracerProvider, MeterProvider]:
     return trace.get_tracer_provider(), metrics.get_meter_provider()
 
 
-Configure = Callable[[], "tuple[TracerProvider, MeterProvider]"]
-
-
 def host_telemetry(
     *,
     environ: Mapping[str, str] = os.environ,
-    configure: Configure = _configure_azure_monitor,
+    configure: Callable[[], tuple[TracerProvider, MeterProvider]] = _configure_azure_monitor,
 ) -> Telemetry:
     """NO_TELEMETRY without the connection string; with it, the distro configured once and a
     recorder, whose backlog gauges shared.bootstrap wires to the host's engine."""

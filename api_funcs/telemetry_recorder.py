@@ -1,6 +1,6 @@
 """shared's `Telemetry` port on the OpenTelemetry API alone, imported with the first request and
-never at a cold start: the recorder, request spans and refusal counts a host exports, exactly
-docs/operations.md's "Alerting" list (no raw URL, address, PIN, token, tag or user id)."""
+never at a cold start: exactly docs/operations.md's "Alerting" list, whose names and attributes
+hold no raw URL, address, PIN, token, tag or user id."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api_funcs.http_middleware import HttpMiddleware, WatchedSend
+from api_funcs.middleware import HttpMiddleware, WatchedSend
 from shared.errors import DomainError, LockTimeout
 from shared.identity.refusals import PinLockedOut
 from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
@@ -61,11 +61,11 @@ _SWEEP_COUNTS = {
 }
 
 Backlog = Callable[[], "OwedBacklog"]
+Gauge = Callable[[CallbackOptions], Iterable[Observation]]
 
 
 class OpenTelemetryRecorder:
-    """`Telemetry` over the providers it is given (the distro's globals on Azure; the SDK's
-    in-memory ones in tests)."""
+    """`Telemetry` over the distro's providers on Azure, the SDK's in-memory ones in tests."""
 
     def __init__(
         self,
@@ -102,13 +102,13 @@ class OpenTelemetryRecorder:
         reading = self._gauges = _BacklogGauges(read)
         self._meter.create_observable_gauge(
             "azurebank.notices.owed",
-            callbacks=[reading.owed],
+            callbacks=[reading.observe(lambda backlog: backlog.owed)],
             unit="{notice}",
             description="Notices owed (not yet delivered)",
         )
         self._meter.create_observable_gauge(
             "azurebank.notices.oldest_owed_age",
-            callbacks=[reading.oldest_age],
+            callbacks=[reading.observe(lambda backlog: backlog.oldest_owed_age.total_seconds())],
             unit="s",
             description="Age of the oldest owed notice; alert when it exceeds a few periods",
         )
@@ -119,15 +119,8 @@ class OpenTelemetryRecorder:
             "notice sweep", kind=SpanKind.INTERNAL, attributes=attributes
         ) as span:
             summary = run()
-            span.set_attributes(
-                {
-                    "azurebank.notices.held": summary.held,
-                    "azurebank.notices.delivered": summary.delivered,
-                    "azurebank.notices.refused": summary.refused,
-                    "azurebank.notices.failed": summary.failed,
-                    "azurebank.notices.lease_lapsed": summary.lease_lapsed,
-                }
-            )
+            counts = ("held", "delivered", "refused", "failed", "lease_lapsed")
+            span.set_attributes({f"azurebank.notices.{n}": getattr(summary, n) for n in counts})
             if summary.failed_whole is not None:
                 # The exception's type only (ADR-0048 D4: its message can echo a path).
                 span.set_status(Status(StatusCode.ERROR, summary.failed_whole))
@@ -150,20 +143,16 @@ class _BacklogGauges:
     def __init__(self, backlog: Backlog) -> None:
         self.backlog = backlog
 
-    def _read(self) -> OwedBacklog | None:
-        try:
-            return self.backlog()
-        except Exception as exc:
-            log.warning("Telemetry: the owed backlog was not read (%s)", type(exc).__name__)
-            return None
+    def observe(self, value: Callable[[OwedBacklog], float]) -> Gauge:
+        def callback(_options: CallbackOptions) -> Iterable[Observation]:
+            try:
+                backlog = self.backlog()
+            except Exception as exc:
+                log.warning("Telemetry: the owed backlog was not read (%s)", type(exc).__name__)
+                return []
+            return [Observation(value(backlog))]
 
-    def owed(self, _options: CallbackOptions) -> Iterable[Observation]:
-        backlog = self._read()
-        return [] if backlog is None else [Observation(backlog.owed)]
-
-    def oldest_age(self, _options: CallbackOptions) -> Iterable[Observation]:
-        backlog = self._read()
-        return [] if backlog is None else [Observation(backlog.oldest_owed_age.total_seconds())]
+        return callback
 
 
 class RequestSpans(HttpMiddleware):
@@ -198,13 +187,5 @@ class RequestSpans(HttpMiddleware):
 
 
 def install_request_spans(app: Any, telemetry: Telemetry) -> None:
-    """Trace every request when this host exports telemetry; nothing otherwise."""
     if isinstance(telemetry, OpenTelemetryRecorder):
         app.add_middleware(RequestSpans, tracer=telemetry.tracer)
-
-
-def record_refusal(request: Any, error: DomainError) -> None:
-    """Count a refusal an operator alerts on, by the operation (route name) that answered it."""
-    route = request.scope.get("route")
-    telemetry: Telemetry = request.app.state.ctx.telemetry
-    telemetry.refused(str(getattr(route, "name", "unrouted")), error)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter
 
-from fastapi import APIRouter, Depends
-from sqlalchemy.orm import Session
-
-from api_funcs.deps import CurrentUser, get_session
-from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.decimal_json import ExactJSONResponse
+from api_funcs.deps import CurrentUser, HostServices
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.accounts import AccountView
 from api_funcs.schemas.fields import cents
 from shared.accounts.listing import list_accounts
+from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
 
 router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
@@ -25,15 +23,15 @@ router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
     response_model=list[AccountView],
     responses=error_code_responses((Unauthenticated,)),
 )
-def accounts(
-    user_id: CurrentUser, session: Annotated[Session, Depends(get_session)]
-) -> ExactJSONResponse:
-    # Rendered by exact_json, not by FastAPI's encoder (which writes a Decimal through a float).
+def accounts(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
+    with unit_of_work(services.engine) as session:
+        listed = list_accounts(session, user_id)
+    # Rendered by decimal_json, not by FastAPI's encoder (which writes a Decimal through a float).
     return ExactJSONResponse(
         [
             AccountView(
                 id=a.id, name=a.name, balance=cents(a.balance), currency=a.currency, closed=a.closed
             ).model_dump()
-            for a in list_accounts(session, user_id)
+            for a in listed
         ]
     )

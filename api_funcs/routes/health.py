@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
-from api_funcs.deps import Context
-from api_funcs.exact_json import ExactJSONResponse
+from api_funcs.decimal_json import ExactJSONResponse
+from api_funcs.deps import HostServices
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.health import ReadinessAnswer
@@ -32,7 +32,7 @@ async def health() -> dict[str, str]:
         503: {"model": ReadinessAnswer, "description": "Not ready: the failing checks are named."},
     },
 )
-async def ready(ctx: Context) -> ExactJSONResponse:
+async def ready(services: HostServices) -> ExactJSONResponse:
     # A thread: the checks block on the database and the disk.
-    report = await run_in_threadpool(ctx.services.readiness.check)
+    report = await run_in_threadpool(services.readiness.check)
     return ExactJSONResponse(report.body(), status_code=200 if report.ready else 503)

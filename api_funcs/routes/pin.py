@@ -14,18 +14,8 @@ from api_funcs.routes import operation_id
 from api_funcs.schemas.pin import PinChange, PinEnrolment, PinOutcome
 from shared.audit.chain import AuditChainUnavailable
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
-from shared.identity.refusals import (
-    InvalidPassword,
-    InvalidPin,
-    PinAlreadyEnrolled,
-    PinAttemptOutcomeUnknown,
-    PinChangeOutcomeUnknown,
-    PinEnrolmentOutcomeUnknown,
-    PinLocked,
-    PinRequired,
-)
+from shared.identity import refusals as identity
 
-# DecimalJSONRoute is the app's one body reader: whatever is not JSON is 400 VALIDATION_FAILED.
 router = APIRouter(
     route_class=DecimalJSONRoute,
     tags=["pin"],
@@ -47,7 +37,9 @@ def _responses(*rungs: type[DomainError], unknown: Refusals) -> Any:
     summary="Enrol a PIN (behind the password)",
     status_code=status.HTTP_201_CREATED,
     responses=_responses(
-        InvalidPassword, PinAlreadyEnrolled, unknown=(PinEnrolmentOutcomeUnknown,)
+        identity.InvalidPassword,
+        identity.PinAlreadyEnrolled,
+        unknown=(identity.PinEnrolmentOutcomeUnknown,),
     ),
 )
 def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) -> PinOutcome:
@@ -59,11 +51,11 @@ def pin_enrol(body: PinEnrolment, user_id: CurrentUser, services: HostServices) 
     "/api/pin",
     summary="Change the PIN (behind the current PIN)",
     responses=_responses(
-        InvalidPin,
-        PinRequired,
-        PinLocked,
+        identity.InvalidPin,
+        identity.PinRequired,
+        identity.PinLocked,
         # The PIN check's commit, then the change's: the same code, each its own title.
-        unknown=(PinAttemptOutcomeUnknown, PinChangeOutcomeUnknown),
+        unknown=(identity.PinAttemptOutcomeUnknown, identity.PinChangeOutcomeUnknown),
     ),
 )
 def pin_change(body: PinChange, user_id: CurrentUser, services: HostServices) -> PinOutcome:

@@ -3,7 +3,6 @@ allowance read. Handlers parse, call `shared.money`, and render; every rule live
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -12,14 +11,13 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
-from api_funcs.decimal_json import DecimalJSONRoute
+from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
-from api_funcs.exact_json import ExactJSONResponse
 from api_funcs.problem_docs import (
+    IDEMPOTENCY_KEY_PARAMETER,
     REPLAYED_HEADER,
     Refusals,
     error_code_responses,
-    idempotency_key_parameter,
 )
 from api_funcs.routes import operation_id
 from api_funcs.schemas.fields import cents, compared_text_refusal
@@ -39,26 +37,10 @@ from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work
 from shared.errors import DomainError, LockTimeout, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinAttemptOutcomeUnknown, PinLocked, PinRequired
+from shared.money import refusals as money
 from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
 from shared.money.mint import MintRequest
-from shared.money.rails import AccountRails, InternalTransferReceipt, RailReceipt
-from shared.money.refusals import (
-    AccountForbidden,
-    AccountNotFound,
-    AuthorizationExpired,
-    AuthorizationInvalid,
-    AuthorizationRequired,
-    ConcurrencyConflict,
-    DailyLimitExceeded,
-    IdempotencyInProgress,
-    IdempotencyKeyRequired,
-    IdempotencyKeyReused,
-    InsufficientFunds,
-    MintOutcomeUnknown,
-    OutcomeUnknown,
-    PayeeInvalid,
-    PayeeNotFound,
-)
+from shared.money.rails import InternalTransferReceipt, RailReceipt
 from shared.money.transfers import TransferOrder, TransferReceipt
 
 router = APIRouter(
@@ -69,46 +51,46 @@ router = APIRouter(
 # then what every operation of its kind can answer; the document is derived from these classes.
 _IDEMPOTENT: Refusals = (
     ValidationFailed,
-    IdempotencyKeyRequired,
-    IdempotencyInProgress,
-    IdempotencyKeyReused,
+    money.IdempotencyKeyRequired,
+    money.IdempotencyInProgress,
+    money.IdempotencyKeyReused,
     LockTimeout,
-    ConcurrencyConflict,
+    money.ConcurrencyConflict,
     AuditChainUnavailable,  # Audit__ChainKey unset, or the chain's tail row missing
-    OutcomeUnknown,  # the commit sent and its outcome not learnt (docs/http.md#faults)
+    money.OutcomeUnknown,  # the commit sent and its outcome not learnt (docs/http.md#faults)
     Unauthenticated,
 )
-_ACCOUNT: Refusals = (AccountNotFound, AccountForbidden)
+_ACCOUNT: Refusals = (money.AccountNotFound, money.AccountForbidden)
 
 REFUSALS: dict[str, Refusals] = {
     "mint": (
         ValidationFailed,
         Unauthenticated,
-        AccountNotFound,
-        PayeeNotFound,
-        AccountForbidden,
-        PayeeInvalid,
-        DailyLimitExceeded,
+        money.AccountNotFound,
+        money.PayeeNotFound,
+        money.AccountForbidden,
+        money.PayeeInvalid,
+        money.DailyLimitExceeded,
         PinRequired,
         InvalidPin,
         PinLocked,
         # A commit of the PIN check's or of the mint's own, sent and its outcome not learnt.
         PinAttemptOutcomeUnknown,
-        MintOutcomeUnknown,
+        money.MintOutcomeUnknown,
     ),
     "transfer": (
         *_IDEMPOTENT,
-        AuthorizationRequired,
-        AuthorizationExpired,
-        AuthorizationInvalid,
-        PayeeNotFound,
-        PayeeInvalid,
-        DailyLimitExceeded,
-        InsufficientFunds,
+        money.AuthorizationRequired,
+        money.AuthorizationExpired,
+        money.AuthorizationInvalid,
+        money.PayeeNotFound,
+        money.PayeeInvalid,
+        money.DailyLimitExceeded,
+        money.InsufficientFunds,
     ),
-    "internal_transfer": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "internal_transfer": (*_IDEMPOTENT, *_ACCOUNT, money.InsufficientFunds),
     "deposit": (*_IDEMPOTENT, *_ACCOUNT),
-    "withdrawal": (*_IDEMPOTENT, *_ACCOUNT, InsufficientFunds),
+    "withdrawal": (*_IDEMPOTENT, *_ACCOUNT, money.InsufficientFunds),
     "allowance": (Unauthenticated,),
 }
 
@@ -124,7 +106,7 @@ def _idempotency_key(request: Request) -> str:
         # Two keys name two requests: which one would this be remembered by?
         raise _bad_key("must be sent once")
     if not keys or not keys[0].strip():
-        raise IdempotencyKeyRequired()
+        raise money.IdempotencyKeyRequired()
     # Stored in and compared with IdempotencyRecords.Key, whose unique index on SQL Server would
     # take `abc` and `abc ` for one key.
     reason = compared_text_refusal(keys[0], MAX_KEY_LENGTH)
@@ -152,23 +134,22 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class MoneyOperation(Generic[R]):
-    """An idempotent money operation (docs/http.md#idempotency): its Function name, route, success
-    body (201, rendering the service's receipt R)."""
+    """An idempotent money operation (docs/http.md#idempotency): its Function name, at
+    /api/transactions/<name>, and its success body (201, rendering the service's receipt R)."""
 
     name: str
-    path: str
     summary: str
     response: type[Receipt]
 
     def route(self) -> Callable[[Route], Route]:
         return router.post(
-            self.path,
+            f"/api/transactions/{self.name.replace('_', '-')}",
             name=self.name,
             summary=self.summary,
             status_code=201,
             response_model=None,
             responses=_responses(self.name, 201, self.response, headers=REPLAYED_HEADER),
-            openapi_extra=idempotency_key_parameter(),
+            openapi_extra=IDEMPOTENCY_KEY_PARAMETER,
             dependencies=[AUDITED],
         )
 
@@ -183,27 +164,19 @@ class MoneyOperation(Generic[R]):
 
 TRANSFER = MoneyOperation[TransferReceipt](
     "transfer",
-    "/api/transactions/transfer",
     "Spend a transfer authorization: an external transfer under the daily limit",
     TransferResponse,
 )
 INTERNAL_TRANSFER = MoneyOperation[InternalTransferReceipt](
     "internal_transfer",
-    "/api/transactions/internal-transfer",
     "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
     InternalTransferResponse,
 )
 DEPOSIT = MoneyOperation[RailReceipt](
-    "deposit",
-    "/api/transactions/deposit",
-    "Deposit into one of the caller's accounts",
-    RailResponse,
+    "deposit", "Deposit into one of the caller's accounts", RailResponse
 )
 WITHDRAWAL = MoneyOperation[RailReceipt](
-    "withdrawal",
-    "/api/transactions/withdrawal",
-    "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
-    RailResponse,
+    "withdrawal", "Withdraw from one of the caller's accounts (not counted, ADR-0056)", RailResponse
 )
 
 
@@ -233,32 +206,30 @@ def transfer(
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request, body: InternalTransferBody, user_id: CurrentUser, services: HostServices
+    request: Request,
+    body: InternalTransferBody,
+    user_id: CurrentUser,
+    services: HostServices,
 ) -> Response:
     claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
     return _answer(services.rails.internal_transfer(claim, source, target, amount))
 
 
-RailMove = Callable[[IdempotencyClaim[RailReceipt], uuid.UUID, Decimal], Answer]
+@DEPOSIT.route()
+def deposit(
+    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+) -> Response:
+    claim = DEPOSIT.claim(request, user_id, body)
+    return _answer(services.rails.deposit(claim, body.accountId, cents(body.amount)))
 
 
-def _single_account(
-    operation: MoneyOperation[RailReceipt], move: Callable[[AccountRails], RailMove]
-) -> None:
-    """Route a deposit or a withdrawal: one account, one amount, the move `move` picks of the
-    host's rails."""
-
-    @operation.route()
-    def rail(
-        request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
-    ) -> Response:
-        claim = operation.claim(request, user_id, body)
-        return _answer(move(services.rails)(claim, body.accountId, cents(body.amount)))
-
-
-_single_account(DEPOSIT, lambda rails: rails.deposit)
-_single_account(WITHDRAWAL, lambda rails: rails.withdrawal)
+@WITHDRAWAL.route()
+def withdrawal(
+    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+) -> Response:
+    claim = WITHDRAWAL.claim(request, user_id, body)
+    return _answer(services.rails.withdrawal(claim, body.accountId, cents(body.amount)))
 
 
 @router.get(

@@ -94,7 +94,7 @@ Pin = Annotated[
     ),
 ]
 
-# Money out keeps its Decimal: bodies are dumped in python mode and written by exact_json.
+# Money out keeps its Decimal: bodies are dumped in python mode and written by decimal_json.
 MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
 UtcInstant = Annotated[
     datetime,

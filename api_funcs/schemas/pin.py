@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from api_funcs.schemas.fields import Pin
 
 
 class PinEnrolment(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     # Bounded, like `Pin`, for the PBKDF2 work a request can ask for.
     password: str = Field(min_length=1, max_length=1024)
     pin: Pin
 
 
 class PinChange(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
     # Absent or blank is the 422 PIN_REQUIRED rung, not a body error.
     currentPin: Pin | None = None
     newPin: Pin

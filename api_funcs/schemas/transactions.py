@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import AliasGenerator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_snake
 
-from api_funcs import exact_json
+from api_funcs.decimal_json import dumps
 from api_funcs.schemas.fields import AzureTag, Money, MoneyOut, Pin, UtcInstant
 
 
@@ -39,9 +39,6 @@ class AccountAmountBody(BaseModel):
     amount: Money
 
 
-# --- responses ---------------------------------------------------------------------------------
-
-
 class Receipt(BaseModel):
     # Read off a shared.money receipt's snake_case attributes, so the body is rendered by the
     # very model the document publishes.
@@ -56,7 +53,7 @@ class Receipt(BaseModel):
     @classmethod
     def render(cls, receipt: object) -> str:
         """The body's JSON text, stored and replayed byte for byte (docs/http.md#idempotency)."""
-        return exact_json.dumps(cls.body(receipt))
+        return dumps(cls.body(receipt))
 
 
 class MintResponse(Receipt):

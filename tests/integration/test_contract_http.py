@@ -13,7 +13,7 @@ from typing import Any
 import jwt
 import pytest
 
-from api_funcs.body_limit import MAX_BODY_BYTES
+from api_funcs.middleware import MAX_BODY_BYTES
 from tests.money_support import DEPOSIT, INTERNAL, MINT, TRANSFER, WITHDRAWAL, Bank, open_bank
 from tests.support import SIGNING_KEY, unique_key
 

@@ -14,8 +14,7 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 
-from api_funcs.app import FEATURES, create_app
-from api_funcs.context import AppContext
+from api_funcs.app import FEATURES, AppContext, create_app
 from shared.bootstrap import Services, bootstrap, database_url
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedRelay

@@ -32,7 +32,7 @@ def test_every_operation_is_a_fastapi_route_of_the_same_name_route_and_methods()
     for op in OPERATIONS:
         assert routes[op.name] == (f"/api/{op.route}", sorted(op.methods))
     # The Function routes and the FastAPI routes are the same set.
-    # The OpenAPI document and the API page (docs_page.py) are no operation.
+    # The OpenAPI document and the API page (api_funcs/app.py) are no operation.
     pages = {"openapi", "docs", "docs_asset"}
     assert {n for n in routes if n not in pages} == {op.name for op in OPERATIONS}
 

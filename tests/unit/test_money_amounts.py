@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from api_funcs import exact_json
-from api_funcs.decimal_json import UNHOLDABLE, loads_decimal
+from api_funcs.decimal_json import UNHOLDABLE, dumps, loads_decimal
 from api_funcs.schemas.fields import Money, cents
 
 MONEY = TypeAdapter(Money)
@@ -119,21 +118,21 @@ def test_a_number_no_decimal_or_int_can_hold_is_read_as_unholdable_not_a_whole_b
 def test_money_renders_as_a_json_number_with_every_digit_and_no_trailing_zeros(
     value: Decimal, rendered: str
 ) -> None:
-    assert exact_json.dumps(value) == rendered
-    assert exact_json.dumps({"balance": value}) == f'{{"balance":{rendered}}}'
+    assert dumps(value) == rendered
+    assert dumps({"balance": value}) == f'{{"balance":{rendered}}}'
 
 
 @given(st.decimals(min_value=Decimal(-(10**14)) + 1, max_value=Decimal(10**14) - 1, places=4))
 def test_every_numeric_18_4_value_round_trips_through_its_json_text(value: Decimal) -> None:
-    text = exact_json.dumps({"amount": value})
+    text = dumps({"amount": value})
     assert json.loads(text, parse_float=Decimal, parse_int=Decimal)["amount"] == value
 
 
 def test_everything_but_a_decimal_is_written_as_json_dumps_writes_it_compactly() -> None:
     value = {"a": [1, "é", None, True, 0.5], "b": {"c": "\u0000"}}
-    assert exact_json.dumps(value) == json.dumps(value, separators=(",", ":"))
-    assert exact_json.dumps(value, ensure_ascii=False) == json.dumps(
+    assert dumps(value) == json.dumps(value, separators=(",", ":"))
+    assert dumps(value, ensure_ascii=False) == json.dumps(
         value, separators=(",", ":"), ensure_ascii=False
     )
     with pytest.raises(ValueError):
-        exact_json.dumps(Decimal("NaN"))
+        dumps(Decimal("NaN"))

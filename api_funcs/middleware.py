@@ -1,0 +1,94 @@
+"""The app's own ASGI middleware: the bound on request bodies and the catch-all."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api_funcs.problems import internal_error, log_unhandled, refusal_problem, trace_id_of
+from shared.errors import ValidationFailed
+
+# Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
+MAX_BODY_BYTES = 65_536
+
+
+class HttpMiddleware:
+    """An ASGI middleware whose `http` sees each HTTP request; any other scope goes on as is."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class WatchedSend:
+    """A request's `send`, noting the status once the response has started."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.status: int | None = None
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)
+
+
+class BodyLimit(HttpMiddleware):
+    """Refuse a body over MAX_BODY_BYTES, declared (Content-Length) or counted as it arrives
+    (chunked), before any route reads, decodes and validates it (docs/money.md#request-bodies)."""
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        declared = dict(scope.get("headers", ())).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await self._refuse(scope, receive, send)
+            return
+        # Read the body up front (it is small by the bound), then hand it on unchanged.
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > MAX_BODY_BYTES:
+                await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = refusal_problem(ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes"))
+        await response(scope, receive, send)
+
+
+class UnhandledErrors(HttpMiddleware):
+    """An exception no handler answered becomes a 500 INTERNAL_ERROR and one Error line. Not an
+    `Exception` handler, which ServerErrorMiddleware re-raises after, for the server to print."""
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sent = WatchedSend(send)
+        try:
+            await self.app(scope, receive, sent)
+        except Exception as exc:
+            # The traceId the route may already have used (request.state lives in the scope).
+            trace = trace_id_of(Request(scope))
+            log_unhandled(exc, trace)
+            if sent.status is not None:
+                # The status is sent: the server closes the connection short of its body,
+                # which the client sees as a failed response.
+                return
+            await internal_error(trace)(scope, receive, send)
