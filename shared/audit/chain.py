@@ -1,5 +1,6 @@
 """AuditChain: the HMAC-SHA256 chain over `AuditEvents`, appended under its tail lock
-(docs/architecture.md#the-audit-chain)."""
+(docs/architecture.md#the-audit-chain), and the time-ordered ids its writers mint before the
+save (ADR-0052 D5)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import struct
 import uuid
 from collections.abc import Mapping
@@ -19,7 +21,6 @@ from sqlalchemy.orm import Session
 
 from shared.audit import tail_sql
 from shared.audit.appender import AuditEntry
-from shared.audit.ids import uuid7
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
 from shared.settings import Settings, SettingsError, missing
@@ -38,8 +39,7 @@ PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {
         "PreviousHash",
     ),
 }
-# The first row chains onto this.
-GENESIS_HASH = bytes(32)
+GENESIS_HASH = bytes(32)  # what the first row chains onto
 
 
 class AuditChainUnavailable(Fault):
@@ -58,6 +58,17 @@ class UnkeyedAuditChain:
 
     def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         raise AuditChainUnavailable
+
+
+def uuid7(instant: datetime) -> uuid.UUID:
+    """A version-7 UUID (RFC 9562), as .NET's Guid.CreateVersion7(): 48 bits of Unix
+    milliseconds from `instant`, then 74 random bits."""
+    millis = int(instant.timestamp() * 1000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits; 74 are kept
+    rand_a = rand >> 68 & 0xFFF  # 12 bits
+    rand_b = rand & ((1 << 62) - 1)  # 62 bits
+    value = millis << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    return uuid.UUID(int=value)
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,6 @@ class SealedAuditRow:
     row_hash: bytes
 
     def row_values(self) -> dict[str, object]:
-        """The `AuditEvents` row, by column."""
         return {
             "Id": self.id,
             "Sequence": self.sequence,
@@ -99,8 +109,7 @@ class SealedAuditRow:
 
 
 def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
-    """Write a sealed row (through the session, as the unit of work's other rows) and move the
-    tail onto it, one statement each; does not commit."""
+    """Write a sealed row through the session and move the tail onto it; does not commit."""
     session.add(AuditEvent(**sealed.row_values()))
     session.execute(
         update(AuditChainTail)
@@ -133,7 +142,7 @@ def _field(value: str | bytes | None) -> bytes:
 
 
 class PayloadFields(TypedDict):
-    """One row's hashed fields, as keyword arguments of `render_payload` and `compute_row_hash`."""
+    """One row's hashed fields."""
 
     payload_version: int
     sequence: int
@@ -187,7 +196,7 @@ class AuditChain:
         return hmac.new(self._key, render_payload(**fields), hashlib.sha256).digest()
 
     def hash_of(self, row: AuditEvent) -> bytes:
-        """The RowHash `row` should carry, from its stored fields."""
+        """The RowHash a stored row should carry."""
         return self.compute_row_hash(
             payload_version=row.PayloadVersion,
             sequence=row.Sequence,
@@ -209,10 +218,8 @@ class AuditChain:
 
     def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         """Take the tail lock and build the next row on the tail it read; writes nothing. The
-        caller writes the row and the tail (`write_sealed`, or in one round trip with its other
-        writes) in the same transaction, before touching any other row it has not yet locked."""
-        # The Id exists before the save (ADR-0052 D5); Sequence and RowHash are assigned under
-        # the tail lock, which is what makes them contiguous and unforked.
+        caller writes the row and the tail in the same transaction, before any row it has not
+        yet locked. Sequence and RowHash are assigned under the lock: contiguous and unforked."""
         row_id = uuid7(entry["occurred_at"])
         tail = self.lock_tail(session)
         fields = PayloadFields(
@@ -228,8 +235,8 @@ class AuditChain:
         return SealedAuditRow(**fields, row_hash=self.compute_row_hash(**fields))
 
     def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID:
-        """Append one row and return the Id it minted, so the caller's notice can name it in the
-        same unit of work (ADR-0052 D5). Takes the tail lock first; does not commit."""
+        """Append one row under the tail lock and return the Id it minted, so the caller's notice
+        can name it in the same unit of work (ADR-0052 D5); does not commit."""
         sealed = self.seal(session, **entry)
         write_sealed(session, sealed)
         return sealed.id

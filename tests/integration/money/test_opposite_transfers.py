@@ -41,8 +41,8 @@ from shared.audit.chain import (
     AuditChain,
     SealedAuditRow,
     render_details,
+    uuid7,
 )
-from shared.audit.ids import uuid7
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.faults import translate_driver_error
