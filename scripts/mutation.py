@@ -208,7 +208,6 @@ _RELEASED = (
     "the release just cleared every owed row leased under this runner's name: excluding it"
     " leaves nothing out"
 )
-_NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
 _OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
 _TSQL_KEYWORDS = "T-SQL keywords and type names are case-insensitive"
 _NEVER_READ = (
@@ -258,8 +257,6 @@ EQUIVALENT |= {
         "with live_only=False the holders' query has no `now` to bind"
     ),
     "shared.notices.status.x_read_owed_status__mutmut_50": "live_only=None builds the False query",
-    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_5": _NO_OPTIONS,
-    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_14": _NO_OPTIONS,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_5": _OVERWRITE,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_9": _OVERWRITE,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_19": (
@@ -275,9 +272,6 @@ EQUIVALENT |= {
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_4": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_6": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_7": _PROBE_NAME,
-    "shared.notices.transports.xǁNoticeRefusedǁ__init____mutmut_1": (
-        "no caller reads NoticeRefused.notice_id: the sweep knows the id it delivered"
-    ),
 }
 # Mutants of code that runs only on SQL Server: killed by the opt-in SQL Server ring
 # (AZUREBANK_TEST_SQLSERVER), which this machine cannot run; counted as not killed here.

@@ -1,4 +1,5 @@
-"""NoticeDeliveryRun: the per-row steps every runner shares (docs/decisions.md#adr-0048-d4).
+"""NoticeDeliveryRun: the per-row steps every runner shares, and the outcome each attempt returns
+(docs/decisions.md#adr-0048-d4).
 
     address → evidence → render → transport → mark
 
@@ -13,6 +14,7 @@ finds the row marked with this delivery's receipt is the first try's commit, its
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 import uuid
@@ -26,11 +28,9 @@ from sqlalchemy.exc import DBAPIError
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
 from shared.errors import DatabaseFault
-from shared.notices.address import AddressProblem, address_problem
 from shared.notices.claim import HeldNotice, NoticeClaim
 from shared.notices.evidence import EvidenceFinding, evidence_finding
-from shared.notices.outcomes import DeliveryOutcome, DeliveryStatus
-from shared.notices.render import UnrenderableKind, render_notice
+from shared.notices.render import UnrenderableKind, address_problem, render_notice
 from shared.notices.transports import NoticeRefused, NoticeTransport, notice_file_name
 
 log = logging.getLogger("azurebank.notices.delivery")
@@ -42,6 +42,42 @@ _KIND_SHOWN = 32
 # seconds of pauses, plus each try's own bounds (Database__ConnectTimeoutSeconds and the rest).
 MARK_ATTEMPTS = 8
 MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+class DeliveryStatus(enum.StrEnum):
+    DELIVERED = "delivered"  # handed to the transport and marked; `receipt` is set
+    REFUSED = "refused"  # the name already exists at the target; the row stays owed
+    UNUSABLE_ADDRESS = "unusable-address"  # no usable Email on the user's row; row stays owed
+    UNRENDERABLE_KIND = "unrenderable-kind"  # a Kind this renderer has no message for
+    TRANSPORT_FAILED = "transport-failed"  # the transport raised; only its type is kept
+    TAKEN = "taken"  # the mark found the row already delivered by another runner
+
+
+# The statuses that leave the row owed and held by this runner (counted against its batch).
+FAILURES = frozenset(
+    {
+        DeliveryStatus.UNUSABLE_ADDRESS,
+        DeliveryStatus.UNRENDERABLE_KIND,
+        DeliveryStatus.TRANSPORT_FAILED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """One attempt's result. `detail` is safe to print: an AddressProblem value or the
+    transport's exception type name, never its message."""
+
+    notice_id: uuid.UUID
+    kind: str
+    status: DeliveryStatus
+    receipt: str | None = None
+    detail: str | None = None
+    finding: EvidenceFinding | None = None
+
+    @property
+    def owed(self) -> bool:
+        return self.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN)
 
 
 @dataclass(frozen=True)
@@ -89,30 +125,18 @@ class NoticeDeliveryRun:
 
     def deliver(self, notice: HeldNotice) -> DeliveryOutcome:
         """One attempt on one held row; an expected failure is an outcome, not an exception."""
-        attempt = _Attempt(notice, notice.kind[:_KIND_SHOWN])
+        kind = notice.kind[:_KIND_SHOWN]
         problem = address_problem(notice.raw_address)
         if problem is not None:
-            return self._unusable_address(attempt, problem)
-        attempt = self._evidence(attempt)
-        message = self._render(attempt)
-        if isinstance(message, DeliveryOutcome):
-            return message
-        receipt = self._transport_step(attempt, message)
-        if isinstance(receipt, DeliveryOutcome):
-            return receipt
-        return self._mark(attempt, receipt)
-
-    def _unusable_address(self, attempt: _Attempt, problem: AddressProblem) -> DeliveryOutcome:
-        log.warning(
-            "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
-            attempt.notice.id,
-            attempt.kind,
-            problem.value,
-        )
-        return attempt.outcome(DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value)
-
-    def _evidence(self, attempt: _Attempt) -> _Attempt:
-        notice = attempt.notice
+            log.warning(
+                "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
+                notice.id,
+                kind,
+                problem.value,
+            )
+            return _Attempt(notice, kind).outcome(
+                DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value
+            )
         finding = evidence_finding(
             notice_id=notice.id,
             kind=notice.kind,
@@ -122,7 +146,14 @@ class NoticeDeliveryRun:
         if finding is not None:
             # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
             evidence_log.warning("%s", finding.line)
-        return _Attempt(notice, attempt.kind, finding)
+        attempt = _Attempt(notice, kind, finding)
+        message = self._render(attempt)
+        if isinstance(message, DeliveryOutcome):
+            return message
+        receipt = self._transport_step(attempt, message)
+        if isinstance(receipt, DeliveryOutcome):
+            return receipt
+        return self._mark(attempt, receipt)
 
     def _render(self, attempt: _Attempt) -> bytes | DeliveryOutcome:
         notice = attempt.notice
@@ -170,7 +201,6 @@ class NoticeDeliveryRun:
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
-        lease_until = attempt.notice.leased_until
         for try_number in range(1, MARK_ATTEMPTS + 1):
             try:
                 marked = self._mark_once(notice_id, receipt, after_fault=try_number > 1)
@@ -178,9 +208,19 @@ class NoticeDeliveryRun:
             except (DatabaseFault, DBAPIError) as exc:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
-                retryable = isinstance(exc, DatabaseFault)
-                if not retryable or not self._may_retry(try_number, pause, lease_until):
-                    _gave_up(attempt, receipt, fault, try_number)
+                if not isinstance(exc, DatabaseFault) or not self._may_retry(
+                    try_number, pause, attempt.notice.leased_until
+                ):
+                    log.error(
+                        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark "
+                        "failed with %s after %d tries; the row stays owed beside it (runbook: "
+                        "the row is the truth; mark the row)",
+                        notice_id,
+                        attempt.kind,
+                        receipt,
+                        fault,
+                        try_number,
+                    )
                     raise
                 log.warning(
                     "Notice mark of %s (%s) failed with %s (a database fault); trying again in "
@@ -224,16 +264,3 @@ class NoticeDeliveryRun:
                 return self._claim.marked_with(session, notice_id, receipt)
             session.commit()
         return marked
-
-
-def _gave_up(attempt: _Attempt, receipt: str, fault: str, tries: int) -> None:
-    log.error(
-        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark failed with %s "
-        "after %d tries; the row stays owed beside it (runbook: the row is the truth; mark the "
-        "row)",
-        attempt.notice.id,
-        attempt.kind,
-        receipt,
-        fault,
-        tries,
-    )

@@ -16,8 +16,8 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
+from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.evidence import EvidenceFinding
-from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 

@@ -22,8 +22,7 @@ from sqlalchemy import Engine
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
 from shared.notices.claim import NoticeClaim
-from shared.notices.delivery import NoticeDeliveryRun
-from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
+from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus, NoticeDeliveryRun
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept, NoticeTransport
 
