@@ -1,16 +1,9 @@
-"""NoticeDeliveryRun: the per-row steps every runner shares, and the outcome each attempt returns
-(docs/decisions.md#adr-0048-d4).
-
-    address → evidence → render → transport → mark
-
-The first step that cannot go on answers the outcome; no outcome or log line holds the address,
-a notice file's path or a recipient, and a transport failure is kept by exception type only.
-The mark is its own short writing unit after the transport: no transaction is held open across
-file or network I/O, and the pool's pre-ping replaces a connection that died since the last row.
-A mark that a database fault cut is tried again while its lease holds (MARK_ATTEMPTS in all),
-since a file beside an unmarked row is refused every lease until an operator acts; a retry that
-finds the row marked with this delivery's receipt is the first try's commit, its answer lost.
-"""
+"""NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
+transport → mark, and the outcome each attempt returns (docs/decisions.md#adr-0048-d4). The first
+step that cannot go on answers the outcome; no outcome or log line holds the address, a path or a
+recipient. The mark is its own short writing unit after the transport (no transaction is open
+across I/O), tried again after a database fault while its lease holds: a file beside an unmarked
+row is refused every lease until an operator acts."""
 
 from __future__ import annotations
 
@@ -29,7 +22,6 @@ from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
 from shared.errors import DatabaseFault
 from shared.notices.claim import HeldNotice, NoticeClaim
-from shared.notices.evidence import EvidenceFinding, evidence_finding
 from shared.notices.render import UnrenderableKind, address_problem, render_notice
 from shared.notices.transports import NoticeRefused, NoticeTransport, notice_file_name
 
@@ -42,6 +34,35 @@ _KIND_SHOWN = 32
 # seconds of pauses, plus each try's own bounds (Database__ConnectTimeoutSeconds and the rest).
 MARK_ATTEMPTS = 8
 MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
+
+
+class EvidenceQuestion(enum.StrEnum):
+    EXACT = "exact"  # the named row, and it is this notice's
+    WEAKER = "weaker"  # any row of this kind for this user
+
+
+@dataclass(frozen=True)
+class EvidenceFinding:
+    """NO AUDIT ROW for one notice (ADR-0052 D3, D6)."""
+
+    notice_id: uuid.UUID
+    kind: str
+    audit_event_id: uuid.UUID | None
+    question: EvidenceQuestion
+
+    @property
+    def line(self) -> str:
+        """The console and log line; it names the notice and the row, never the user's address."""
+        if self.question is EvidenceQuestion.EXACT:
+            # One finding for "gone" and "not this notice's": the runbook's query tells them apart.
+            return (
+                f"NO AUDIT ROW: notice {self.notice_id} ({self.kind}): the {self.kind} row it "
+                f"names, {self.audit_event_id}, is gone, or is not this notice's"
+            )
+        return (
+            f"NO AUDIT ROW: notice {self.notice_id} ({self.kind}): no {self.kind} row exists for "
+            "that user at all — this notice names no row, so that is the weaker question"
+        )
 
 
 class DeliveryStatus(enum.StrEnum):
@@ -82,7 +103,7 @@ class DeliveryOutcome:
 
 @dataclass(frozen=True)
 class _Attempt:
-    """One row's attempt as it passes the steps: what every later outcome names."""
+    """What every outcome of one row's attempt names."""
 
     notice: HeldNotice
     kind: str  # as shown: cut to _KIND_SHOWN
@@ -137,13 +158,11 @@ class NoticeDeliveryRun:
             return _Attempt(notice, kind).outcome(
                 DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value
             )
-        finding = evidence_finding(
-            notice_id=notice.id,
-            kind=notice.kind,
-            audit_event_id=notice.audit_event_id,
-            stands=notice.evidence_stands,
-        )
-        if finding is not None:
+        finding = None
+        if not notice.evidence_stands:
+            exact = notice.audit_event_id is not None
+            question = EvidenceQuestion.EXACT if exact else EvidenceQuestion.WEAKER
+            finding = EvidenceFinding(notice.id, notice.kind, notice.audit_event_id, question)
             # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
             evidence_log.warning("%s", finding.line)
         attempt = _Attempt(notice, kind, finding)
@@ -253,8 +272,7 @@ class NoticeDeliveryRun:
         return lease_until is None or self._clock.now() + timedelta(seconds=pause) < lease_until
 
     def _mark_once(self, notice_id: uuid.UUID, receipt: str, *, after_fault: bool) -> bool:
-        """True when the row is marked with this delivery's receipt, False when another runner
-        marked it first."""
+        """Whether the row is marked with this delivery's receipt (not another runner's)."""
         with writing_unit_of_work(self._engine) as session:
             marked = self._claim.mark_delivered(
                 session, notice_id, at=self._clock.now(), receipt=receipt

@@ -16,8 +16,7 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
-from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus
-from shared.notices.evidence import EvidenceFinding
+from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus, EvidenceFinding
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 

@@ -1,8 +1,6 @@
 """A notice as an RFC 5322 message: the bytes the standard library's `email` package writes
-(no mail library in any runner: docs/decisions.md#adr-0048-alternatives-declined), written directly
-where the package would neither fold nor encode, through the package everywhere else. An `Email`
-this renderer cannot write as `To` is an outcome at Warning, never a crash
-(docs/decisions.md#adr-0048-d7), and the address goes into no outcome or log line."""
+(docs/decisions.md#adr-0048-alternatives-declined), and whether a user's `Email` can stand as its
+`To`: an unusable one is an outcome at Warning, never a crash (docs/decisions.md#adr-0048-d7)."""
 
 from __future__ import annotations
 
@@ -20,9 +18,8 @@ from shared.db.schema import NoticeKind
 
 
 class _HeaderClassCache(HeaderRegistry):
-    """The standard registry, building each header's class once (by lower-cased name) rather than
-    with `type()` for every header it parses, a large share of a notice's rendering
-    (bench/README.md, Relay); tests/unit/test_notice_render.py pins the same bytes."""
+    """The standard registry, building each header's class once rather than with `type()` for
+    every header it parses, a large share of a notice's rendering (bench/README.md, Relay)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -41,8 +38,8 @@ class _HeaderClassCache(HeaderRegistry):
         self._classes.pop(name.lower(), None)  # a remapped name builds its new class next time
 
 
-# The policy the renderer writes with, so "usable" means "this renderer can write it":
-# SMTPUTF8, with nothing changed but where header classes come from.
+# SMTPUTF8 with nothing changed but where header classes come from; "usable" means "this
+# renderer can write it".
 MESSAGE_POLICY = policy.SMTPUTF8.clone(header_factory=_HeaderClassCache())
 
 # RFC 5321 §4.5.3.1.3: a path is at most 256 octets including the angle brackets.
@@ -50,7 +47,7 @@ _MAX_ADDRESS = 254
 
 
 class AddressProblem(enum.StrEnum):
-    """Why an address is unusable; safe to log, since it names no part of the address."""
+    """Why an address is unusable; safe to log."""
 
     MISSING = "missing"  # no Email on the user's row
     BLANK = "blank"  # an Email of whitespace only
@@ -81,11 +78,9 @@ def address_problem(raw: str | None) -> AddressProblem | None:
     return None
 
 
-# RFC 5322 §3.6 requires a From; nothing here sends, so the pickup's consumer rewrites this
-# reserved-domain (RFC 2606 `.invalid`) address before sending.
+# RFC 5322 §3.6 requires a From; the pickup's consumer rewrites this reserved (RFC 2606) one.
 NOTICE_SENDER = "AzureBank security notices <notices@azurebank.invalid>"
-# The right-hand side of every Message-ID; the left is the notice's Id, a stable key a
-# downstream consumer de-duplicates on.
+# A Message-ID's left is the notice's Id, a stable key a downstream consumer de-duplicates on.
 MESSAGE_ID_DOMAIN = "notices.azurebank"
 
 _SUBJECTS: dict[str, str] = {
@@ -103,8 +98,8 @@ def _parsed(name: str, value: str) -> BaseHeader:
     return header
 
 
-# The headers the same in every notice of a kind, parsed once: a policy stores a parsed header
-# as it is (EmailPolicy.header_store_parse), and it is immutable, so every message may share it.
+# Parsed once: a policy stores a parsed header as it is (EmailPolicy.header_store_parse), and it
+# is immutable, so every message may share it.
 _FROM = _parsed("From", NOTICE_SENDER)
 AUTO_SUBMITTED = "auto-generated"  # RFC 3834: no auto-reply loops
 _AUTO_SUBMITTED = _parsed("Auto-Submitted", AUTO_SUBMITTED)
@@ -112,11 +107,10 @@ _SUBJECT_HEADERS = {kind: _parsed("Subject", subject) for kind, subject in _SUBJ
 
 
 class UnrenderableKind(Exception):
-    """The notice's Kind has no message; an outcome at Warning, never a crash."""
+    """The notice's Kind has no message."""
 
 
 def message_id(notice_id: uuid.UUID) -> str:
-    """The Message-ID derived from the notice's Id."""
     return f"<{notice_id}@{MESSAGE_ID_DOMAIN}>"
 
 
@@ -130,19 +124,15 @@ def render_notice(
     now: datetime,
 ) -> bytes:
     """The message for one owed notice, CRLF line endings; `address` must already be usable."""
-    subject = _SUBJECTS.get(kind)
     event = _EVENTS.get(kind)
-    if subject is None or event is None:
+    if event is None or kind not in _SUBJECTS:
         raise UnrenderableKind(kind)
     when = occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     date = format_datetime(now.astimezone(UTC))
     # NIST SP 800-63B-4 §4.6: the contact is mandatory content of every notice.
     body = (
-        f"{event}\n"
-        "\n"
-        f"When: {when}\n"
-        f"Reference: {notice_id}\n"
-        "\n"
+        f"{event}\n\n"
+        f"When: {when}\nReference: {notice_id}\n\n"
         "If this was you, there is nothing to do.\n"
         f"If it was not, contact us at once: {contact}\n"
     )
@@ -151,11 +141,10 @@ def render_notice(
     return _email_package_message(notice_id, kind, address, date, body)
 
 
-# A plain dot-atom address that fits on the To line and a printable ASCII contact that fits on
-# its line are what the email package writes with no folding, no encoding and a 7bit body:
-# those bytes are written directly, since refolding every header is the largest CPU cost of a
-# notice (bench/README.md, Relay). tests/unit/test_notice_render.py holds both forms to the
-# stock policy's bytes.
+# A dot-atom address and a printable ASCII contact that fit their lines are what the package
+# writes with no folding, no encoding and a 7bit body: written directly, since refolding every
+# header is a notice's largest CPU cost (bench/README.md, Relay). tests/unit/test_notice_render.py
+# holds both forms to the stock policy's bytes.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LINE = MESSAGE_POLICY.max_line_length or 78
 _PLAIN_ADDRESS = re.compile(

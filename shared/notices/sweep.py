@@ -31,8 +31,7 @@ log = logging.getLogger("azurebank.notices.sweep")
 
 @dataclass
 class NoticeSweepSummary:
-    """What one sweep did, filled in by the sweep as it goes; read it, never write it. Evidence
-    findings are not counted here."""
+    """What one sweep did, filled in as it goes; evidence findings are not counted here."""
 
     runner: str
     lease_until: datetime | None = None
@@ -60,7 +59,6 @@ class NoticeSweepSummary:
         return sum(h.rows for h in self.other_holders)
 
     def line(self) -> str:
-        """One Information line; it names rows by count only."""
         return (
             f"Notice sweep by {self.runner}: held {self.held} (renewed {self.renewed}, claimed "
             f"{self.claimed}), delivered {self.delivered}, refused {self.refused}, failed "
@@ -72,10 +70,8 @@ class NoticeSweepSummary:
 
 @dataclass(eq=False)
 class NoticeSweep:
-    """One runner's sweep; build once per runner and call `run()` once per tick. `delivery`
-    delivers through this sweep's transport and marks under `claim` (the composition root wires
-    the three). A temporary older than `leftover_age`, the longest lease that writes into the
-    target, has no live writer."""
+    """One runner's sweep, built once per runner, `run()` once per tick. A temporary older than
+    `leftover_age`, the longest lease that writes into the target, has no live writer."""
 
     engine: Engine
     clock: Clock
@@ -102,9 +98,8 @@ class NoticeSweep:
         exclude: Collection[uuid.UUID] = (),
         on_outcome: Callable[[DeliveryOutcome], None] | None = None,
     ) -> NoticeSweepSummary:
-        """One sweep. `exclude`: held rows not to attempt this time (still renewed and held),
-        e.g. the verb's rows that already failed once in the same run. `on_outcome` sees each
-        outcome as it happens."""
+        """One sweep. `exclude`: held rows not to attempt this time (still renewed and held), e.g.
+        the verb's rows that already failed once in the same run."""
         summary = NoticeSweepSummary(self.runner)
         try:
             self._run(summary, exclude, on_outcome)
@@ -186,7 +181,16 @@ class NoticeSweep:
 
         for position, notice in enumerate(live):
             if self.clock.now() >= taken.lease_until:
-                self._lease_lapsed(summary, taken.lease_until, len(live) - position)
+                # Another runner may already have taken the rest over.
+                summary.lease_lapsed = True
+                summary.not_attempted += len(live) - position
+                log.warning(
+                    "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
+                    "with %d held rows not attempted",
+                    self.runner,
+                    taken.lease_until.isoformat(),
+                    len(live) - position,
+                )
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
@@ -206,18 +210,6 @@ class NoticeSweep:
         # An idle sweep says nothing, every period; nor does one whose only rows rest.
         if summary.held > summary.resting:
             log.info("%s", summary.line())
-
-    def _lease_lapsed(self, summary: NoticeSweepSummary, ended: datetime, left: int) -> None:
-        # Another runner may already have taken these rows over.
-        summary.lease_lapsed = True
-        summary.not_attempted += left
-        log.warning(
-            "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
-            "with %d held rows not attempted",
-            self.runner,
-            ended.isoformat(),
-            left,
-        )
 
 
 def _count(summary: NoticeSweepSummary, outcome: DeliveryOutcome) -> None:

@@ -1,14 +1,7 @@
-"""Where a rendered notice lands, behind one interface. Nothing here sends.
-
-Both transports name the notice `{noticeId}.eml` and never overwrite: an existing name is
-NoticeRefused, and the row stays owed beside it (docs/operations.md's runbook for a refused
-notice file). Exception messages and receipts carry the file name at most, never a directory path
-or a recipient. A pickup directory's temporaries outlive a runner killed between its write and
-its link, so that transport removes its own once no live runner can own them
-(docs/operations.md#crash-leftovers-and-what-removes-them); a blob upload appears whole or not at
-all. Here too is the pickup directory's guard, asked at every delivering host's start
-(docs/decisions.md#adr-0048-d6).
-"""
+"""Where a rendered notice lands, behind one interface; nothing here sends. Both transports name
+the notice `{noticeId}.eml` and never overwrite (an existing name is NoticeRefused); messages and
+receipts carry the file name at most, never a directory path or a recipient. The pickup
+directory's guard (docs/decisions.md#adr-0048-d6) is here too."""
 
 from __future__ import annotations
 
@@ -36,10 +29,7 @@ class NoticeRefused(Exception):
 
 
 class NoticeTransport(Protocol):
-    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
-        """Land `message` under the notice's name and return a receipt; raise NoticeRefused
-        when the name already exists."""
-        ...
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str: ...
 
     def describe(self) -> str:
         """A one-line target, safe to log: no path, no address."""
@@ -47,8 +37,8 @@ class NoticeTransport(Protocol):
 
 
 class LeftoversKept(Exception):
-    """Some leftover temporaries could not be removed; the others were. Kept by exception type
-    only: an OS error's text holds the path."""
+    """Some leftover temporaries could not be removed (the others were); `failure` is an exception
+    type, since an OS error's text holds the path."""
 
     def __init__(self, removed: int, kept: int, failure: str) -> None:
         self.removed, self.kept, self.failure = removed, kept, failure
@@ -57,12 +47,10 @@ class LeftoversKept(Exception):
 
 @runtime_checkable
 class LeavesTemporaryFiles(Protocol):
-    """A transport whose delivery writes a temporary file a crash can leave behind."""
+    """A transport whose delivery writes a temporary file a crash can leave behind
+    (docs/operations.md#crash-leftovers-and-what-removes-them)."""
 
-    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
-        """Remove this transport's own temporary files last modified more than `older_than`
-        before `now`; how many it removed. Raises LeftoversKept when some could not be."""
-        ...
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int: ...
 
 
 def notice_file_name(notice_id: uuid.UUID) -> str:
@@ -77,7 +65,6 @@ _TEMPORARY_NAME = re.compile(
 
 
 def is_temporary_file_name(name: str) -> bool:
-    """Whether `name` is exactly the shape of this transport's temporary files."""
     return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
@@ -118,8 +105,8 @@ class PickupDirectoryTransport:
         return f"pickup:{name}"
 
     def probe(self) -> None:
-        """Readiness (shared/readiness.py): the directory takes a write (a temporary created and
-        removed, under a name no notice has and no leftover removal matches); raises otherwise."""
+        """Readiness (shared/readiness.py): the directory takes a write, under a name no notice
+        has and no leftover removal matches; raises otherwise."""
         fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
         os.close(fd)
         os.unlink(name)
@@ -127,7 +114,7 @@ class PickupDirectoryTransport:
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
         """Remove the temporaries of runners killed between their write and their link: regular
         files named exactly as `deliver` names them, last modified more than `older_than` (longer
-        than any runner's lease) before `now`. A final `.eml` is never touched."""
+        than any runner's lease) before `now`; how many. LeftoversKept when some cannot go."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
@@ -159,9 +146,8 @@ class PickupDirectoryTransport:
 
 
 class BlobContainerTransport:
-    """A blob container as the pickup, for a Function with no durable disk. `upload_blob` is
-    atomic, so it leaves no temporaries. The client is built on first delivery, from a connection
-    string or from the account's blob URI and an Entra credential (docs/settings.md)."""
+    """A blob container as the pickup, for a Function with no durable disk; an upload appears whole
+    or not at all. The client is built on first use (docs/settings.md says from what)."""
 
     def __init__(
         self,
@@ -228,8 +214,8 @@ class BlobContainerTransport:
 
 
 def pickup_directory_problem(directory: Path) -> str | None:
-    """The pickup directory is a spool of addresses at rest: it must exist and sit outside any
-    git tree. The message never echoes the path (it may name a user's home)."""
+    """A spool of addresses at rest must exist and sit outside any git tree; the message never
+    echoes the path (it may name a user's home)."""
     if not directory.is_dir():
         return (
             "Notices__PickupDirectory: the directory does not exist. Fix: create it, or "
@@ -248,9 +234,8 @@ def _inside_git_tree(directory: Path) -> bool:
     # Walk up looking for .git ourselves, and ask git too when it is installed (worktrees,
     # GIT_DIR layouts); either saying yes is enough to refuse.
     resolved = directory.resolve()
-    for parent in (resolved, *resolved.parents):
-        if (parent / ".git").exists():
-            return True
+    if any((parent / ".git").exists() for parent in (resolved, *resolved.parents)):
+        return True
     try:
         result = subprocess.run(
             ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
