@@ -1,6 +1,5 @@
 """AuditChain: the HMAC-SHA256 chain over `AuditEvents`, appended under its tail lock
-(docs/architecture.md#the-audit-chain), and the time-ordered ids its writers mint before the
-save (ADR-0052 D5)."""
+(docs/architecture.md#the-audit-chain), with ids minted before the save (ADR-0052 D5)."""
 
 from __future__ import annotations
 
@@ -25,20 +24,20 @@ from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
 from shared.settings import Settings, SettingsError, missing
 
-# ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever.
-CURRENT_PAYLOAD_VERSION = 1
-PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {
-    1: (
-        "PayloadVersion",
-        "Sequence",
-        "Id",  # ADR-0052 D4: element three
-        "ActorUserId",
-        "Event",
-        "OccurredAt",
-        "Details",
-        "PreviousHash",
-    ),
+# ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever. Version
+# 1's hashed columns in payload order, each with its field's name in PayloadFields.
+_V1_FIELDS = {
+    "PayloadVersion": "payload_version",
+    "Sequence": "sequence",
+    "Id": "id",  # ADR-0052 D4: element three
+    "ActorUserId": "actor_user_id",
+    "Event": "event",
+    "OccurredAt": "occurred_at",
+    "Details": "details",
+    "PreviousHash": "previous_hash",
 }
+CURRENT_PAYLOAD_VERSION = 1
+PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {1: tuple(_V1_FIELDS)}
 GENESIS_HASH = bytes(32)  # what the first row chains onto
 
 
@@ -81,8 +80,8 @@ class ChainTail:
 
 @dataclass(frozen=True)
 class SealedAuditRow:
-    """The chain's next row with its Sequence and RowHash assigned under the tail lock, not yet
-    written: the transaction that sealed it writes it and moves the tail onto it before commit."""
+    """The chain's next row, its Sequence and RowHash assigned under the tail lock, not yet
+    written: the transaction that sealed it writes it and moves the tail before commit."""
 
     id: uuid.UUID
     sequence: int
@@ -95,17 +94,8 @@ class SealedAuditRow:
     row_hash: bytes
 
     def row_values(self) -> dict[str, object]:
-        return {
-            "Id": self.id,
-            "Sequence": self.sequence,
-            "PayloadVersion": self.payload_version,
-            "ActorUserId": self.actor_user_id,
-            "Event": self.event,
-            "OccurredAt": self.occurred_at,
-            "Details": self.details,
-            "PreviousHash": self.previous_hash,
-            "RowHash": self.row_hash,
-        }
+        hashed = {column: getattr(self, name) for column, name in _V1_FIELDS.items()}
+        return {**hashed, "RowHash": self.row_hash}
 
 
 def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
@@ -120,8 +110,8 @@ def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
 
 
 def render_details(details: Mapping[str, object] | None) -> str | None:
-    """Details as stored (and hashed): canonical JSON, keys sorted; values JSON cannot hold
-    (Decimal, UUID, datetime) as their `str()`, so an amount keeps its exact digits."""
+    """Details as stored and hashed: canonical JSON; a value JSON cannot hold (Decimal, UUID,
+    datetime) as its `str()`, so an amount keeps its exact digits."""
     if details is None:
         return None
     return json.dumps(dict(details), sort_keys=True, separators=(",", ":"), default=str)
@@ -174,7 +164,7 @@ def render_payload(**fields: Unpack[PayloadFields]) -> bytes:
 
 
 class AuditChain:
-    """Appends audit rows onto the chain and recomputes their hashes; holds `Audit__ChainKey`."""
+    """Appends audit rows onto the chain and recomputes their hashes under `Audit__ChainKey`."""
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 32:
@@ -197,20 +187,12 @@ class AuditChain:
 
     def hash_of(self, row: AuditEvent) -> bytes:
         """The RowHash a stored row should carry."""
-        return self.compute_row_hash(
-            payload_version=row.PayloadVersion,
-            sequence=row.Sequence,
-            id=row.Id,
-            actor_user_id=row.ActorUserId,
-            event=row.Event,
-            occurred_at=row.OccurredAt,
-            details=row.Details,
-            previous_hash=row.PreviousHash,
-        )
+        fields = {name: getattr(row, column) for column, name in _V1_FIELDS.items()}
+        return self.compute_row_hash(**fields)
 
     def lock_tail(self, session: Session) -> ChainTail:
-        """Take the chain's tail lock (held to commit) and read the tail under it, before any
-        other row the transaction writes (docs/architecture.md#lock-order)."""
+        """Take the tail lock (held to commit) and read the tail, before any other row the
+        transaction writes (docs/architecture.md#lock-order)."""
         row = tail_sql.lock_and_read_tail(session)
         if row is None:
             raise AuditChainUnavailable

@@ -112,14 +112,7 @@ class _Attempt:
     def outcome(
         self, status: DeliveryStatus, *, detail: str | None = None, receipt: str | None = None
     ) -> DeliveryOutcome:
-        return DeliveryOutcome(
-            self.notice.id,
-            self.kind,
-            status,
-            detail=detail,
-            receipt=receipt,
-            finding=self.finding,
-        )
+        return DeliveryOutcome(self.notice.id, self.kind, status, receipt, detail, self.finding)
 
 
 class NoticeDeliveryRun:

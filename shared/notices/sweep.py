@@ -1,13 +1,8 @@
-"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2).
-
-    renew → claim → re-read by name → deliver each, while this sweep's own lease is live
-    → remove the transport's own temporaries that no live runner can own
-
-A sweep never raises an ordinary exception: one that fails as a whole is logged at Error by
-exception type and reported in its summary. A refused row rests until the end of the lease it
-was refused under (docs/decisions.md#adr-0048-d3): held and renewed, not attempted and not
-counted against the batch. The rest is kept in memory: a restarted process is a new runner.
-"""
+"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2):
+renew, claim, re-read by name, deliver each while its own lease is live, then remove the
+transport's temporaries no live runner can own. One that fails as a whole is logged at Error by
+exception type and reported in its summary, never raised. A refused row rests in memory until
+its lease ends (docs/decisions.md#adr-0048-d3): a restarted process is a new runner."""
 
 from __future__ import annotations
 
@@ -63,8 +58,7 @@ class NoticeSweepSummary:
             f"Notice sweep by {self.runner}: held {self.held} (renewed {self.renewed}, claimed "
             f"{self.claimed}), delivered {self.delivered}, refused {self.refused}, failed "
             f"{self.failed}, taken {self.taken}, not attempted {self.not_attempted}, resting "
-            f"{self.resting}; "
-            f"{self.held_by_others} held by other runners"
+            f"{self.resting}; {self.held_by_others} held by other runners"
         )
 
 
@@ -80,8 +74,7 @@ class NoticeSweep:
     leftover_age: timedelta = field(kw_only=True)
     # Refused rows resting, each until the end of the lease it was refused under.
     _resting: dict[uuid.UUID, datetime] = field(default_factory=dict, init=False)
-    # True only after a sweep that ended holding no owed row: the next one skips the renew.
-    # False at first, so a sweep built under a name that already holds rows renews them.
+    # True only after a sweep that ended holding no owed row, so the next one skips the renew.
     _holds_none: bool = field(default=False, init=False)
 
     @property
