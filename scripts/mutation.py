@@ -265,9 +265,6 @@ EQUIVALENT |= {
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_2": _BY_TYPE,
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_3": _BY_TYPE,
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_4": _BY_TYPE,
-    "shared.notices.transports.xǁLeftoversKeptǁ__init____mutmut_2": (
-        "the sweep logs the counts and the failure's type, never the exception's text"
-    ),
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_2": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_4": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_6": _PROBE_NAME,

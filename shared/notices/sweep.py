@@ -19,7 +19,7 @@ from shared.db.uow import writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus, NoticeDeliveryRun
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept, NoticeTransport
+from shared.notices.transports import LeavesTemporaryFiles, NoticeTransport
 
 log = logging.getLogger("azurebank.notices.sweep")
 
@@ -113,16 +113,8 @@ class NoticeSweep:
         if not isinstance(self.transport, LeavesTemporaryFiles):
             return
         try:
-            removed = self.transport.remove_leftovers(
+            removed, kept, failure = self.transport.remove_leftovers(
                 now=self.clock.now(), older_than=self.leftover_age
-            )
-        except LeftoversKept as kept:
-            removed = kept.removed
-            log.warning(
-                "Notice sweep by %s could not remove %d leftover temporary files: %s",
-                self.runner,
-                kept.kept,
-                kept.failure,
             )
         except Exception as exc:
             # By type only, as every relay failure: an OS error's text holds the path.
@@ -132,6 +124,13 @@ class NoticeSweep:
                 type(exc).__name__,
             )
             return
+        if kept:
+            log.warning(
+                "Notice sweep by %s could not remove %d leftover temporary files: %s",
+                self.runner,
+                kept,
+                failure,
+            )
         summary.leftovers_removed = removed
         if removed:
             # A count, never a name: each name holds a notice's id, and the path may name a home.

@@ -36,21 +36,15 @@ class NoticeTransport(Protocol):
         ...
 
 
-class LeftoversKept(Exception):
-    """Some leftover temporaries could not be removed (the others were); `failure` is an exception
-    type, since an OS error's text holds the path."""
-
-    def __init__(self, removed: int, kept: int, failure: str) -> None:
-        self.removed, self.kept, self.failure = removed, kept, failure
-        super().__init__(f"{kept} leftover temporary files not removed ({failure})")
-
-
 @runtime_checkable
 class LeavesTemporaryFiles(Protocol):
     """A transport whose delivery writes a temporary file a crash can leave behind
     (docs/operations.md#crash-leftovers-and-what-removes-them)."""
 
-    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int: ...
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
+        """How many it removed, how many it could not, and the first failure's exception type
+        (an OS error's text holds the path)."""
+        ...
 
 
 def notice_file_name(notice_id: uuid.UUID) -> str:
@@ -111,10 +105,10 @@ class PickupDirectoryTransport:
         os.close(fd)
         os.unlink(name)
 
-    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
         """Remove the temporaries of runners killed between their write and their link: regular
         files named exactly as `deliver` names them, last modified more than `older_than` (longer
-        than any runner's lease) before `now`; how many. LeftoversKept when some cannot go."""
+        than any runner's lease) before `now`."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
@@ -133,9 +127,7 @@ class PickupDirectoryTransport:
                     kept, failure = kept + 1, failure or type(exc).__name__
                     continue
                 removed += 1
-        if kept:
-            raise LeftoversKept(removed, kept, failure)
-        return removed
+        return removed, kept, failure
 
     def _fsync_directory(self) -> None:
         fd = os.open(self._directory, os.O_RDONLY)
