@@ -133,9 +133,8 @@ class NoticeClaim:
         resting: Collection[uuid.UUID] = (),
         holds_none: bool = False,
     ) -> ClaimResult:
-        """Renew what this runner holds, then claim up to `BatchSize − held` more, where held
-        leaves out the `resting` rows; `holds_none` skips the renew of a runner known to hold
-        none."""
+        """Renew what this runner holds, then claim up to `BatchSize − held` more (held leaves out
+        the `resting` rows); `holds_none` skips the renew of a runner known to hold none."""
         lease_until = now + self.lease
         renewed = frozenset[uuid.UUID]() if holds_none else self.renew(session, lease_until)
         still_resting = renewed.intersection(resting)
@@ -151,7 +150,6 @@ class NoticeClaim:
     def claim(
         self, session: Session, *, now: datetime, lease_until: datetime, limit: int
     ) -> list[uuid.UUID]:
-        """Stamp up to `limit` of the oldest free-or-lapsed owed rows; the ids it stamped."""
         dialect = session.get_bind().dialect.name
         statement = self._claims.get((dialect, limit))
         if statement is None:

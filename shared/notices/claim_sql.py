@@ -28,8 +28,7 @@ from shared.db.schema import SubscriberNotice
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 
-# SQL Server's row-lock hint (SQLAlchemy drops `with_for_update` on mssql): update locks,
-# skipping rows another claim holds. SQLite needs none: one writer at a time.
+# SQLAlchemy drops `with_for_update` on mssql: update locks, skipping rows another claim holds.
 MSSQL_CLAIM_HINT = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 
 

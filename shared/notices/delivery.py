@@ -103,8 +103,6 @@ class DeliveryOutcome:
 
 @dataclass(frozen=True)
 class _Attempt:
-    """What every outcome of one row's attempt names."""
-
     notice: HeldNotice
     kind: str  # as shown: cut to _KIND_SHOWN
     finding: EvidenceFinding | None = None
@@ -116,8 +114,6 @@ class _Attempt:
 
 
 class NoticeDeliveryRun:
-    """Delivers one held row at a time through `transport`."""
-
     def __init__(
         self,
         engine: Engine,

@@ -1,7 +1,6 @@
 """HostedRelay: the one hosted runner of the relay, for the API's loop and the timer Function
 alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1), the API's loop
-around it (NoticeRelayService), and the runner names every runner stamps into `LeasedBy`.
-"""
+around it (NoticeRelayService), and the runner names every runner stamps into `LeasedBy`."""
 
 from __future__ import annotations
 
@@ -40,7 +39,6 @@ def make_runner_name(kind: RunnerKind) -> str:
 
 
 def runner_kind(name: str) -> str:
-    """The kind a runner name starts with (`verb/GURGANT/22280/2be449cb` → `verb`)."""
     return name.split("/", 1)[0]
 
 
@@ -122,7 +120,6 @@ class NoticeRelayService:
         return self.relay.delivers
 
     def start(self) -> None:
-        """Announce, or step aside; when named, start the loop on the running event loop."""
         self.relay.announce(f"every {int(self.period_seconds)}s")
         if self.relay.delivers:
             self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")

@@ -38,8 +38,7 @@ class _HeaderClassCache(HeaderRegistry):
         self._classes.pop(name.lower(), None)  # a remapped name builds its new class next time
 
 
-# SMTPUTF8 with nothing changed but where header classes come from; "usable" means "this
-# renderer can write it".
+# SMTPUTF8, but for where header classes come from: "usable" means "this renderer can write it".
 MESSAGE_POLICY = policy.SMTPUTF8.clone(header_factory=_HeaderClassCache())
 
 # RFC 5321 §4.5.3.1.3: a path is at most 256 octets including the angle brackets.

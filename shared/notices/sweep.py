@@ -190,8 +190,7 @@ class NoticeSweep:
             outcome = self.delivery.deliver(notice)
             _count(summary, outcome)
             if outcome.status is DeliveryStatus.REFUSED:
-                # Retried once per lease, not once per period: it rests until the lease it was
-                # refused under would have lapsed, had it not been renewed.
+                # Retried once per lease, not per period: it rests as long as the lease it had.
                 self._resting[notice.id] = taken.lease_until
             if on_outcome is not None:
                 on_outcome(outcome)
