@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     # imports only the services it reads (bench/cold_start.py).
     from sqlalchemy import Engine
 
-    from shared.audit.appender import AuditAppender
-    from shared.audit.chain import AuditChain
+    from shared.audit.chain import AuditAppender, AuditChain
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
     from shared.identity.tokens import TokenVerifier

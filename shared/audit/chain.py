@@ -1,5 +1,6 @@
 """AuditChain: the HMAC-SHA256 chain over `AuditEvents`, appended under its tail lock
-(docs/architecture.md#the-audit-chain), with ids minted before the save (ADR-0052 D5)."""
+(docs/architecture.md#the-audit-chain), with ids minted before the save (ADR-0052 D5), and
+AuditAppender, what a writer of audit rows (the money path, the PIN service) needs of it."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypedDict, Unpack
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from shared.audit import tail_sql
-from shared.audit.appender import AuditEntry
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
 from shared.settings import Settings, SettingsError, missing
@@ -39,6 +39,23 @@ _V1_FIELDS = {
 CURRENT_PAYLOAD_VERSION = 1
 PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {1: tuple(_V1_FIELDS)}
 GENESIS_HASH = bytes(32)  # what the first row chains onto
+
+
+class AuditEntry(TypedDict):
+    """What the writer says of a row; the chain assigns its Id, Sequence and hashes."""
+
+    actor_user_id: str | None
+    event: str
+    occurred_at: datetime
+    details: NotRequired[Mapping[str, object] | None]
+
+
+class AuditAppender(Protocol):
+    """Satisfied by AuditChain, and by UnkeyedAuditChain, which refuses."""
+
+    def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID: ...
+
+    def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow: ...
 
 
 class AuditChainUnavailable(Fault):
@@ -200,8 +217,9 @@ class AuditChain:
 
     def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         """Take the tail lock and build the next row on the tail it read; writes nothing. The
-        caller writes the row and the tail in the same transaction, before any row it has not
-        yet locked. Sequence and RowHash are assigned under the lock: contiguous and unforked."""
+        caller writes the row and the tail in the same transaction (in one round trip with its own
+        writes, if it can), before any row it has not yet locked. Sequence and RowHash are
+        assigned under the lock: contiguous and unforked."""
         row_id = uuid7(entry["occurred_at"])
         tail = self.lock_tail(session)
         fields = PayloadFields(

@@ -34,10 +34,10 @@ from sqlalchemy import Engine, event, select, text
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session
 
-from shared.audit.appender import AuditAppender
 from shared.audit.chain import (
     CURRENT_PAYLOAD_VERSION,
     GENESIS_HASH,
+    AuditAppender,
     AuditChain,
     SealedAuditRow,
     render_details,
