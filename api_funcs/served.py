@@ -18,7 +18,7 @@ from api_funcs.middleware import HttpMiddleware, WatchedSend
 from api_funcs.telemetry import host_telemetry
 from shared.bootstrap import Host
 from shared.clock import Clock
-from shared.notices.relay_loop import NoticeRelayService
+from shared.notices.hosted import NoticeRelayService
 from shared.settings import Settings
 
 access_log = logging.getLogger("azurebank.access")

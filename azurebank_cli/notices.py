@@ -15,8 +15,8 @@ from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.db.uow import unit_of_work
 from shared.notices.claim import VERB_LEASE_SECONDS
+from shared.notices.hosted import make_runner_name
 from shared.notices.notify import READING_HELD_BY_OTHERS, READING_NOTHING_OWED, NotifyReport, drain
-from shared.notices.runner_name import make_runner_name
 from shared.notices.status import LeaseHolder, OwedStatus, read_owed_status
 from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import notice_file_name

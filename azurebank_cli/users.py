@@ -13,7 +13,7 @@ from azurebank_cli.runtime import checked, whole_number
 from shared.bootstrap import bootstrap
 from shared.db.uow import unit_of_work
 from shared.identity.users import UserExists, add_user
-from shared.notices.address import address_problem
+from shared.notices.render import address_problem
 from shared.settings import load_settings
 
 # A quick-start figure, far inside Numeric(18,4) (14 integer digits): a balance near the column's

@@ -113,11 +113,11 @@ EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
     "shared.audit.chain.xǁAuditChainǁfrom_settings__mutmut_17": _SETTINGS_VALIDATED,
     "shared.audit.chain.xǁAuditChainǁfrom_settings__mutmut_18": _SETTINGS_VALIDATED,
-    "shared.audit.ids.x_uuid7__mutmut_7": _NO_OP_MASK,
-    "shared.audit.ids.x_uuid7__mutmut_8": _NO_OP_MASK,
-    "shared.audit.ids.x_uuid7__mutmut_9": _NO_OP_MASK,
-    "shared.audit.ids.x_uuid7__mutmut_15": "int.from_bytes is big-endian by default",
-    "shared.audit.ids.x_uuid7__mutmut_17": "an 11th random byte lands in no kept bit",
+    "shared.audit.chain.x_uuid7__mutmut_7": _NO_OP_MASK,
+    "shared.audit.chain.x_uuid7__mutmut_8": _NO_OP_MASK,
+    "shared.audit.chain.x_uuid7__mutmut_9": _NO_OP_MASK,
+    "shared.audit.chain.x_uuid7__mutmut_15": "int.from_bytes is big-endian by default",
+    "shared.audit.chain.x_uuid7__mutmut_17": "an 11th random byte lands in no kept bit",
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_4": _EVERY_DIALECT,
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_8": _EVERY_DIALECT,
     "shared.audit.tail_sql.x_lock_and_read_tail__mutmut_9": _EVERY_DIALECT,
@@ -208,7 +208,6 @@ _RELEASED = (
     "the release just cleared every owed row leased under this runner's name: excluding it"
     " leaves nothing out"
 )
-_NO_OPTIONS = "no caller passes client_options: the options dropped are always empty"
 _OVERWRITE = "upload_blob's overwrite defaults to False, and None is as false"
 _TSQL_KEYWORDS = "T-SQL keywords and type names are case-insensitive"
 _NEVER_READ = (
@@ -258,8 +257,6 @@ EQUIVALENT |= {
         "with live_only=False the holders' query has no `now` to bind"
     ),
     "shared.notices.status.x_read_owed_status__mutmut_50": "live_only=None builds the False query",
-    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_5": _NO_OPTIONS,
-    "shared.notices.transports.xǁBlobContainerTransportǁ_container_client__mutmut_14": _NO_OPTIONS,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_5": _OVERWRITE,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_9": _OVERWRITE,
     "shared.notices.transports.xǁBlobContainerTransportǁdeliver__mutmut_19": (
@@ -268,16 +265,10 @@ EQUIVALENT |= {
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_2": _BY_TYPE,
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_3": _BY_TYPE,
     "shared.notices.transports.xǁBlobContainerTransportǁprobe__mutmut_4": _BY_TYPE,
-    "shared.notices.transports.xǁLeftoversKeptǁ__init____mutmut_2": (
-        "the sweep logs the counts and the failure's type, never the exception's text"
-    ),
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_2": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_4": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_6": _PROBE_NAME,
     "shared.notices.transports.xǁPickupDirectoryTransportǁprobe__mutmut_7": _PROBE_NAME,
-    "shared.notices.transports.xǁNoticeRefusedǁ__init____mutmut_1": (
-        "no caller reads NoticeRefused.notice_id: the sweep knows the id it delivered"
-    ),
 }
 # Mutants of code that runs only on SQL Server: killed by the opt-in SQL Server ring
 # (AZUREBANK_TEST_SQLSERVER), which this machine cannot run; counted as not killed here.

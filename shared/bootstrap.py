@@ -17,8 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
 from shared.clock import Clock, SystemClock
-from shared.notices.hosted import HostedRelay
-from shared.notices.runner_name import make_runner_name, runner_kind
+from shared.notices.hosted import HostedRelay, make_runner_name, runner_kind
 from shared.settings import (
     HostedKind,
     Settings,
@@ -37,8 +36,7 @@ if TYPE_CHECKING:
     # imports only the services it reads (bench/cold_start.py).
     from sqlalchemy import Engine
 
-    from shared.audit.appender import AuditAppender
-    from shared.audit.chain import AuditChain
+    from shared.audit.chain import AuditAppender, AuditChain
     from shared.identity.pin_service import PinChanges
     from shared.identity.pins import PinVerifier
     from shared.identity.tokens import TokenVerifier
@@ -49,7 +47,7 @@ if TYPE_CHECKING:
     from shared.money.transfer_write_sql import TransferWriter
     from shared.money.transfers import TransferService
     from shared.notices.claim import NoticeClaim
-    from shared.notices.relay_loop import NoticeRelayService
+    from shared.notices.hosted import NoticeRelayService
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweep
     from shared.notices.transports import NoticeTransport
@@ -337,6 +335,6 @@ class Host:
     def relay_loop(self) -> NoticeRelayService:
         """`serve`'s loop around this host's relay, always registered (ADR-0048 D1) so every API
         host reads the flag and says what it does."""
-        from shared.notices.relay_loop import NoticeRelayService
+        from shared.notices.hosted import NoticeRelayService
 
         return NoticeRelayService(self.relay)

@@ -25,7 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from shared.notices.pickup_guard import pickup_directory_problem
+from shared.notices.transports import pickup_directory_problem
 
 # ADR-0046: MONEY_MAX is the one published maximum of a single request.
 MONEY_MAX = Decimal("100000")

@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
-from shared.notices.pickup_guard import pickup_directory_problem
+from shared.notices.transports import pickup_directory_problem
 from tests.support import ids, tsql_parse
 from tests.support.leak_watch import (
     leak_watch,

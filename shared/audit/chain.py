@@ -1,5 +1,6 @@
 """AuditChain: the HMAC-SHA256 chain over `AuditEvents`, appended under its tail lock
-(docs/architecture.md#the-audit-chain)."""
+(docs/architecture.md#the-audit-chain), with ids minted before the save (ADR-0052 D5), and
+AuditAppender, what a writer of audit rows (the money path, the PIN service) needs of it."""
 
 from __future__ import annotations
 
@@ -7,39 +8,54 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import struct
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypedDict, Unpack
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from shared.audit import tail_sql
-from shared.audit.appender import AuditEntry
-from shared.audit.ids import uuid7
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.errors import Fault
 from shared.settings import Settings, SettingsError, missing
 
-# ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever.
-CURRENT_PAYLOAD_VERSION = 1
-PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {
-    1: (
-        "PayloadVersion",
-        "Sequence",
-        "Id",  # ADR-0052 D4: element three
-        "ActorUserId",
-        "Event",
-        "OccurredAt",
-        "Details",
-        "PreviousHash",
-    ),
+# ADR-0052 D1: a new hashed column means a new version and a renderer arm kept for ever. Version
+# 1's hashed columns in payload order, each with its field's name in PayloadFields.
+_V1_FIELDS = {
+    "PayloadVersion": "payload_version",
+    "Sequence": "sequence",
+    "Id": "id",  # ADR-0052 D4: element three
+    "ActorUserId": "actor_user_id",
+    "Event": "event",
+    "OccurredAt": "occurred_at",
+    "Details": "details",
+    "PreviousHash": "previous_hash",
 }
-# The first row chains onto this.
-GENESIS_HASH = bytes(32)
+CURRENT_PAYLOAD_VERSION = 1
+PAYLOAD_FIELDS: Mapping[int, tuple[str, ...]] = {1: tuple(_V1_FIELDS)}
+GENESIS_HASH = bytes(32)  # what the first row chains onto
+
+
+class AuditEntry(TypedDict):
+    """What the writer says of a row; the chain assigns its Id, Sequence and hashes."""
+
+    actor_user_id: str | None
+    event: str
+    occurred_at: datetime
+    details: NotRequired[Mapping[str, object] | None]
+
+
+class AuditAppender(Protocol):
+    """Satisfied by AuditChain, and by UnkeyedAuditChain, which refuses."""
+
+    def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID: ...
+
+    def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow: ...
 
 
 class AuditChainUnavailable(Fault):
@@ -60,6 +76,17 @@ class UnkeyedAuditChain:
         raise AuditChainUnavailable
 
 
+def uuid7(instant: datetime) -> uuid.UUID:
+    """A version-7 UUID (RFC 9562), as .NET's Guid.CreateVersion7(): 48 bits of Unix
+    milliseconds from `instant`, then 74 random bits."""
+    millis = int(instant.timestamp() * 1000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits; 74 are kept
+    rand_a = rand >> 68 & 0xFFF  # 12 bits
+    rand_b = rand & ((1 << 62) - 1)  # 62 bits
+    value = millis << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    return uuid.UUID(int=value)
+
+
 @dataclass(frozen=True)
 class ChainTail:
     """The last appended row, as the tail row records it."""
@@ -70,8 +97,8 @@ class ChainTail:
 
 @dataclass(frozen=True)
 class SealedAuditRow:
-    """The chain's next row with its Sequence and RowHash assigned under the tail lock, not yet
-    written: the transaction that sealed it writes it and moves the tail onto it before commit."""
+    """The chain's next row, its Sequence and RowHash assigned under the tail lock, not yet
+    written: the transaction that sealed it writes it and moves the tail before commit."""
 
     id: uuid.UUID
     sequence: int
@@ -84,23 +111,12 @@ class SealedAuditRow:
     row_hash: bytes
 
     def row_values(self) -> dict[str, object]:
-        """The `AuditEvents` row, by column."""
-        return {
-            "Id": self.id,
-            "Sequence": self.sequence,
-            "PayloadVersion": self.payload_version,
-            "ActorUserId": self.actor_user_id,
-            "Event": self.event,
-            "OccurredAt": self.occurred_at,
-            "Details": self.details,
-            "PreviousHash": self.previous_hash,
-            "RowHash": self.row_hash,
-        }
+        hashed = {column: getattr(self, name) for column, name in _V1_FIELDS.items()}
+        return {**hashed, "RowHash": self.row_hash}
 
 
 def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
-    """Write a sealed row (through the session, as the unit of work's other rows) and move the
-    tail onto it, one statement each; does not commit."""
+    """Write a sealed row through the session and move the tail onto it; does not commit."""
     session.add(AuditEvent(**sealed.row_values()))
     session.execute(
         update(AuditChainTail)
@@ -111,8 +127,8 @@ def write_sealed(session: Session, sealed: SealedAuditRow) -> None:
 
 
 def render_details(details: Mapping[str, object] | None) -> str | None:
-    """Details as stored (and hashed): canonical JSON, keys sorted; values JSON cannot hold
-    (Decimal, UUID, datetime) as their `str()`, so an amount keeps its exact digits."""
+    """Details as stored and hashed: canonical JSON; a value JSON cannot hold (Decimal, UUID,
+    datetime) as its `str()`, so an amount keeps its exact digits."""
     if details is None:
         return None
     return json.dumps(dict(details), sort_keys=True, separators=(",", ":"), default=str)
@@ -133,7 +149,7 @@ def _field(value: str | bytes | None) -> bytes:
 
 
 class PayloadFields(TypedDict):
-    """One row's hashed fields, as keyword arguments of `render_payload` and `compute_row_hash`."""
+    """One row's hashed fields."""
 
     payload_version: int
     sequence: int
@@ -165,7 +181,7 @@ def render_payload(**fields: Unpack[PayloadFields]) -> bytes:
 
 
 class AuditChain:
-    """Appends audit rows onto the chain and recomputes their hashes; holds `Audit__ChainKey`."""
+    """Appends audit rows onto the chain and recomputes their hashes under `Audit__ChainKey`."""
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 32:
@@ -187,21 +203,13 @@ class AuditChain:
         return hmac.new(self._key, render_payload(**fields), hashlib.sha256).digest()
 
     def hash_of(self, row: AuditEvent) -> bytes:
-        """The RowHash `row` should carry, from its stored fields."""
-        return self.compute_row_hash(
-            payload_version=row.PayloadVersion,
-            sequence=row.Sequence,
-            id=row.Id,
-            actor_user_id=row.ActorUserId,
-            event=row.Event,
-            occurred_at=row.OccurredAt,
-            details=row.Details,
-            previous_hash=row.PreviousHash,
-        )
+        """The RowHash a stored row should carry."""
+        fields = {name: getattr(row, column) for column, name in _V1_FIELDS.items()}
+        return self.compute_row_hash(**fields)
 
     def lock_tail(self, session: Session) -> ChainTail:
-        """Take the chain's tail lock (held to commit) and read the tail under it, before any
-        other row the transaction writes (docs/architecture.md#lock-order)."""
+        """Take the tail lock (held to commit) and read the tail, before any other row the
+        transaction writes (docs/architecture.md#lock-order)."""
         row = tail_sql.lock_and_read_tail(session)
         if row is None:
             raise AuditChainUnavailable
@@ -209,10 +217,9 @@ class AuditChain:
 
     def seal(self, session: Session, **entry: Unpack[AuditEntry]) -> SealedAuditRow:
         """Take the tail lock and build the next row on the tail it read; writes nothing. The
-        caller writes the row and the tail (`write_sealed`, or in one round trip with its other
-        writes) in the same transaction, before touching any other row it has not yet locked."""
-        # The Id exists before the save (ADR-0052 D5); Sequence and RowHash are assigned under
-        # the tail lock, which is what makes them contiguous and unforked.
+        caller writes the row and the tail in the same transaction (in one round trip with its own
+        writes, if it can), before any row it has not yet locked. Sequence and RowHash are
+        assigned under the lock: contiguous and unforked."""
         row_id = uuid7(entry["occurred_at"])
         tail = self.lock_tail(session)
         fields = PayloadFields(
@@ -228,8 +235,8 @@ class AuditChain:
         return SealedAuditRow(**fields, row_hash=self.compute_row_hash(**fields))
 
     def append(self, session: Session, **entry: Unpack[AuditEntry]) -> uuid.UUID:
-        """Append one row and return the Id it minted, so the caller's notice can name it in the
-        same unit of work (ADR-0052 D5). Takes the tail lock first; does not commit."""
+        """Append one row under the tail lock and return the Id it minted, so the caller's notice
+        can name it in the same unit of work (ADR-0052 D5); does not commit."""
         sealed = self.seal(session, **entry)
         write_sealed(session, sealed)
         return sealed.id

@@ -57,6 +57,5 @@ _LOCK_AND_READ: dict[DialectName, Callable[[Session], Row[int, bytes] | None]] =
 
 
 def lock_and_read_tail(session: Session) -> Row[int, bytes] | None:
-    """Take the tail lock for the session's dialect (held to commit) and read the tail under it;
-    None when the tail row is missing."""
+    """Take the tail lock (held to commit) and read the tail under it; None when it is missing."""
     return for_dialect(session, _LOCK_AND_READ, what="audit tail lock")(session)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, select, update
 
-from shared.audit.appender import AuditAppender
+from shared.audit.chain import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import commit_unit, unit_of_work, writing_unit_of_work

@@ -1,5 +1,5 @@
 """What the money path needs from its neighbours, as protocols: the PIN step-up
-(shared/identity/pins) here, the audit chain's in shared/audit/appender.py. The HTTP edge wires
+(shared/identity/pins) here, the audit chain's in shared/audit/chain.py. The HTTP edge wires
 the real ones."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from shared.audit.appender import AuditAppender
+from shared.audit.chain import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work

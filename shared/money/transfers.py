@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from sqlalchemy import Engine, Select, bindparam, literal, select
 from sqlalchemy.orm import Session
 
-from shared.audit.appender import AuditAppender
+from shared.audit.chain import AuditAppender
 from shared.clock import Clock, utc_day
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import (

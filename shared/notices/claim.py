@@ -1,12 +1,7 @@
-"""NoticeClaim: the lease on owed rows, shared by every runner (docs/decisions.md#adr-0048-d2).
-
-One sweep's unit of work renews what this runner holds (by name), claims up to `BatchSize − held`
-more in one statement, and re-reads what it holds by name, with each row's address and evidence
-answer; each mark, `DeliveredAt` as the concurrency token, is its own unit after its file. A row
-resting after a refusal (docs/decisions.md#adr-0048-d3) is held and renewed but takes no place in
-the batch. Every statement is built once per runner (shared/db/prebuilt.py says why); none of
-these methods commits.
-"""
+"""NoticeClaim: the lease on owed rows, shared by every runner (docs/decisions.md#adr-0048-d2):
+renew what this runner holds, claim up to `BatchSize − held` more in one statement, re-read what
+it holds by name, and mark each row delivered with `DeliveredAt` as the concurrency token. Every
+statement is built once per runner (shared/db/prebuilt.py says why); nothing here commits."""
 
 from __future__ import annotations
 
@@ -16,17 +11,29 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, Table, Update, and_, bindparam, select, update
+from sqlalchemy import (
+    ColumnElement,
+    FromClause,
+    Select,
+    Table,
+    Update,
+    and_,
+    bindparam,
+    case,
+    exists,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
-from shared.db.schema import AspNetUser, SubscriberNotice
+from shared.db.schema import AspNetUser, AuditEvent, SubscriberNotice
 from shared.db.storable_text import column_length
 from shared.db.writes import rows_matched
 from shared.notices.claim_sql import claim_statement
-from shared.notices.evidence import evidence_stands
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _USERS = cast(Table, AspNetUser.__table__)
+_AUDIT = cast(Table, AuditEvent.__table__)
 
 # A receipt is stored, and compared, cut to its column's length.
 _RECEIPT_LENGTH = column_length(SubscriberNotice.DeliveryReceipt)
@@ -35,9 +42,31 @@ _RECEIPT_LENGTH = column_length(SubscriberNotice.DeliveryReceipt)
 VERB_LEASE_SECONDS = 120
 
 
+def evidence_stands(notices: FromClause) -> ColumnElement[int]:
+    """Whether the audit row each notice belongs to still stands (ADR-0052 D3, D6), as one column
+    of a set-based read: 1 or 0. A notice naming its row asks that the row exists and its
+    `(ActorUserId, Event)` is the notice's `(UserId, Kind)`; one naming none asks the weaker
+    question, whether the user has any row of its kind. Compared in SQL, between columns, so a
+    collation treats the pair as every other comparison of them."""
+    named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
+    exact = exists().where(
+        named.c.Id == notices.c.AuditEventId,
+        named.c.ActorUserId == notices.c.UserId,
+        named.c.Event == notices.c.Kind,
+    )
+    weaker = exists().where(
+        any_of_kind.c.ActorUserId == notices.c.UserId, any_of_kind.c.Event == notices.c.Kind
+    )
+    # CASE around EXISTS: SQL Server has no boolean in a select list.
+    return case(
+        (notices.c.AuditEventId.is_not(None), case((exact, 1), else_=0)),
+        else_=case((weaker, 1), else_=0),
+    )
+
+
 @dataclass(frozen=True)
 class HeldNotice:
-    """An owed row this runner holds, as re-read by name, with its delivery's particulars."""
+    """An owed row this runner holds, as re-read by name."""
 
     id: uuid.UUID
     user_id: str
@@ -54,19 +83,16 @@ class HeldNotice:
 @dataclass(frozen=True)
 class ClaimResult:
     """What one renew-and-claim did. `lease_until` is the instant this runner wrote, kept in memory:
-    the sweep measures its own lease against it, never against a value read back. `resting_ids`
-    are the renewed rows the caller said are resting, left out of the batch's count."""
+    the sweep measures its own lease against it, never against a value read back."""
 
     lease_until: datetime
     renewed_ids: frozenset[uuid.UUID]
     claimed_ids: tuple[uuid.UUID, ...]
-    resting_ids: frozenset[uuid.UUID] = frozenset()
+    resting_ids: frozenset[uuid.UUID] = frozenset()  # renewed, but left out of the batch
     room: int = 0  # how many the claim could stamp: the batch less the live work renewed
 
 
 class NoticeClaim:
-    """The lease protocol for one runner name."""
-
     def __init__(self, runner: str, *, lease_seconds: int, batch_size: int) -> None:
         if lease_seconds < 1 or batch_size < 1:
             raise ValueError("lease_seconds and batch_size must be at least 1")
@@ -107,9 +133,8 @@ class NoticeClaim:
         resting: Collection[uuid.UUID] = (),
         holds_none: bool = False,
     ) -> ClaimResult:
-        """Renew what this runner holds, then claim up to `BatchSize − held` more, where held
-        leaves out the `resting` rows. `holds_none`: the caller knows this runner holds no owed
-        row, so the renewing UPDATE is not sent."""
+        """Renew what this runner holds, then claim up to `BatchSize − held` more (held leaves out
+        the `resting` rows); `holds_none` skips the renew of a runner known to hold none."""
         lease_until = now + self.lease
         renewed = frozenset[uuid.UUID]() if holds_none else self.renew(session, lease_until)
         still_resting = renewed.intersection(resting)
@@ -120,14 +145,11 @@ class NoticeClaim:
         return ClaimResult(lease_until, renewed, tuple(claimed), still_resting, max(room, 0))
 
     def renew(self, session: Session, lease_until: datetime) -> frozenset[uuid.UUID]:
-        """Move every owed row this runner holds to the new lease end; the ids it holds."""
         return frozenset(session.scalars(self._renew, {"lease_until": lease_until}))
 
     def claim(
         self, session: Session, *, now: datetime, lease_until: datetime, limit: int
     ) -> list[uuid.UUID]:
-        """Stamp up to `limit` of the oldest free-or-lapsed owed rows in one set-based UPDATE; the
-        ids it stamped."""
         dialect = session.get_bind().dialect.name
         statement = self._claims.get((dialect, limit))
         if statement is None:
@@ -157,15 +179,13 @@ class NoticeClaim:
         )
 
     def held(self, session: Session) -> list[HeldNotice]:
-        """The owed rows this runner holds, by name, oldest first, each with its particulars."""
         return [
             HeldNotice(**{**row._asdict(), "evidence_stands": bool(row.evidence_stands)})
             for row in session.execute(self._held)
         ]
 
     def release(self, session: Session) -> int:
-        """Give up every owed row this runner holds (a runner about to exit), so another may take
-        them at once rather than when the lease lapses."""
+        """Give up every owed row this runner holds, so another may take them at once."""
         return rows_matched(
             session,
             update(_NOTICES)
@@ -177,7 +197,7 @@ class NoticeClaim:
         self, session: Session, notice_id: uuid.UUID, *, at: datetime, receipt: str
     ) -> bool:
         """Record the delivery and clear the lease; False when the row was already delivered
-        (DeliveredAt is the token: whoever marks first wins, whatever the lease says)."""
+        (whoever marks first wins, whatever the lease says)."""
         marked = rows_matched(
             session,
             self._mark,
@@ -187,7 +207,7 @@ class NoticeClaim:
 
     def marked_with(self, session: Session, notice_id: uuid.UUID, receipt: str) -> bool:
         """Whether the row is marked delivered with `receipt`: after a mark whose commit's answer
-        was lost, the proof that it was this delivery's own commit."""
+        was lost, the proof that the commit was this delivery's."""
         stored = session.scalar(
             select(_NOTICES.c.DeliveryReceipt).where(
                 _NOTICES.c.Id == notice_id, _NOTICES.c.DeliveredAt.is_not(None)

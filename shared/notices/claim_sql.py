@@ -1,12 +1,7 @@
 """The lease claim as SQL: one set-based UPDATE per dialect, and nowhere else
-(docs/database.md#sql-that-differs-by-dialect, docs/decisions.md#adr-0048-d2).
-
-PostgreSQL picks the rows `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE: a plain `IN (SELECT …
-LIMIT n FOR UPDATE SKIP LOCKED)` may be rescanned by the plan, each rescan skipping the rows just
-written, so one claim stamped more than `limit` rows. The outer UPDATE repeats the free-row
-predicate, so a row that stopped being free between the pick and the write is never stamped. The
-instants are named bind parameters, so a runner builds the statement once per batch size.
-"""
+(docs/database.md#sql-that-differs-by-dialect, docs/decisions.md#adr-0048-d2). The outer UPDATE
+repeats the free-row predicate, so a row that stopped being free between the pick and the write
+is never stamped; the instants are bind parameters, so a runner builds it once per batch size."""
 
 from __future__ import annotations
 
@@ -33,16 +28,15 @@ from shared.db.schema import SubscriberNotice
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 
-# SQL Server's row-lock hint (SQLAlchemy drops `with_for_update` on mssql): update locks,
-# skipping rows another claim holds. SQLite needs none: one writer at a time.
+# SQLAlchemy drops `with_for_update` on mssql: update locks, skipping rows another claim holds.
 MSSQL_CLAIM_HINT = "WITH (UPDLOCK, READPAST, ROWLOCK)"
 
 
 def claim_statement(
     dialect_name: str, *, runner: str, now: datetime, lease_until: datetime, limit: int
 ) -> Update:
-    """The claim UPDATE for `dialect_name`, returning the `Id` of each row it stamped; `now` and
-    `lease_until` are its parameters' values until an execution passes others."""
+    """The claim UPDATE, returning the `Id` of each row it stamped; `now` and `lease_until` are
+    its parameters' values until an execution passes others."""
     build = for_dialect(dialect_name, _BUILDERS, what="claim statement")
     instant = _NOTICES.c.LeasedUntil.type
     now_param = bindparam("now", now, type_=instant)
@@ -71,6 +65,8 @@ def _is_free(table: FromClause, now: BindParameter[datetime]) -> ColumnElement[b
 
 
 def _postgresql(oldest_free: Select[Any], _free: FromClause) -> Select[Any]:
+    # MATERIALIZED: a plan may rescan a plain `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`, each
+    # rescan skipping the rows just written, so one claim stamped more than `limit` rows.
     picked = oldest_free.with_for_update(skip_locked=True).cte("picked").prefix_with("MATERIALIZED")
     return select(picked.c.Id)
 
@@ -79,12 +75,8 @@ def _mssql(oldest_free: Select[Any], free: FromClause) -> Select[Any]:
     return oldest_free.with_hint(free, MSSQL_CLAIM_HINT, dialect_name="mssql")
 
 
-def _sqlite(oldest_free: Select[Any], _free: FromClause) -> Select[Any]:
-    return oldest_free
-
-
 _BUILDERS: dict[DialectName, Callable[[Select[Any], FromClause], Select[Any]]] = {
     "postgresql": _postgresql,
     "mssql": _mssql,
-    "sqlite": _sqlite,
+    "sqlite": lambda oldest_free, _free: oldest_free,
 }

@@ -1,18 +1,13 @@
-"""NoticeDeliveryRun: the per-row steps every runner shares (docs/decisions.md#adr-0048-d4).
-
-    address → evidence → render → transport → mark
-
-The first step that cannot go on answers the outcome; no outcome or log line holds the address,
-a notice file's path or a recipient, and a transport failure is kept by exception type only.
-The mark is its own short writing unit after the transport: no transaction is held open across
-file or network I/O, and the pool's pre-ping replaces a connection that died since the last row.
-A mark that a database fault cut is tried again while its lease holds (MARK_ATTEMPTS in all),
-since a file beside an unmarked row is refused every lease until an operator acts; a retry that
-finds the row marked with this delivery's receipt is the first try's commit, its answer lost.
-"""
+"""NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
+transport → mark, and the outcome each attempt returns (docs/decisions.md#adr-0048-d4). The first
+step that cannot go on answers the outcome; no outcome or log line holds the address, a path or a
+recipient. The mark is its own short writing unit after the transport (no transaction is open
+across I/O), tried again after a database fault while its lease holds: a file beside an unmarked
+row is refused every lease until an operator acts."""
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 import uuid
@@ -26,11 +21,8 @@ from sqlalchemy.exc import DBAPIError
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
 from shared.errors import DatabaseFault
-from shared.notices.address import AddressProblem, address_problem
 from shared.notices.claim import HeldNotice, NoticeClaim
-from shared.notices.evidence import EvidenceFinding, evidence_finding
-from shared.notices.outcomes import DeliveryOutcome, DeliveryStatus
-from shared.notices.render import UnrenderableKind, render_notice
+from shared.notices.render import UnrenderableKind, address_problem, render_notice
 from shared.notices.transports import NoticeRefused, NoticeTransport, notice_file_name
 
 log = logging.getLogger("azurebank.notices.delivery")
@@ -44,10 +36,73 @@ MARK_ATTEMPTS = 8
 MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
 
 
+class EvidenceQuestion(enum.StrEnum):
+    EXACT = "exact"  # the named row, and it is this notice's
+    WEAKER = "weaker"  # any row of this kind for this user
+
+
+@dataclass(frozen=True)
+class EvidenceFinding:
+    """NO AUDIT ROW for one notice (ADR-0052 D3, D6)."""
+
+    notice_id: uuid.UUID
+    kind: str
+    audit_event_id: uuid.UUID | None
+    question: EvidenceQuestion
+
+    @property
+    def line(self) -> str:
+        """The console and log line; it names the notice and the row, never the user's address."""
+        if self.question is EvidenceQuestion.EXACT:
+            # One finding for "gone" and "not this notice's": the runbook's query tells them apart.
+            return (
+                f"NO AUDIT ROW: notice {self.notice_id} ({self.kind}): the {self.kind} row it "
+                f"names, {self.audit_event_id}, is gone, or is not this notice's"
+            )
+        return (
+            f"NO AUDIT ROW: notice {self.notice_id} ({self.kind}): no {self.kind} row exists for "
+            "that user at all — this notice names no row, so that is the weaker question"
+        )
+
+
+class DeliveryStatus(enum.StrEnum):
+    DELIVERED = "delivered"  # handed to the transport and marked; `receipt` is set
+    REFUSED = "refused"  # the name already exists at the target; the row stays owed
+    UNUSABLE_ADDRESS = "unusable-address"  # no usable Email on the user's row; row stays owed
+    UNRENDERABLE_KIND = "unrenderable-kind"  # a Kind this renderer has no message for
+    TRANSPORT_FAILED = "transport-failed"  # the transport raised; only its type is kept
+    TAKEN = "taken"  # the mark found the row already delivered by another runner
+
+
+# The statuses that leave the row owed and held by this runner (counted against its batch).
+FAILURES = frozenset(
+    {
+        DeliveryStatus.UNUSABLE_ADDRESS,
+        DeliveryStatus.UNRENDERABLE_KIND,
+        DeliveryStatus.TRANSPORT_FAILED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """One attempt's result. `detail` is safe to print: an AddressProblem value or the
+    transport's exception type name, never its message."""
+
+    notice_id: uuid.UUID
+    kind: str
+    status: DeliveryStatus
+    receipt: str | None = None
+    detail: str | None = None
+    finding: EvidenceFinding | None = None
+
+    @property
+    def owed(self) -> bool:
+        return self.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN)
+
+
 @dataclass(frozen=True)
 class _Attempt:
-    """One row's attempt as it passes the steps: what every later outcome names."""
-
     notice: HeldNotice
     kind: str  # as shown: cut to _KIND_SHOWN
     finding: EvidenceFinding | None = None
@@ -55,19 +110,10 @@ class _Attempt:
     def outcome(
         self, status: DeliveryStatus, *, detail: str | None = None, receipt: str | None = None
     ) -> DeliveryOutcome:
-        return DeliveryOutcome(
-            self.notice.id,
-            self.kind,
-            status,
-            detail=detail,
-            receipt=receipt,
-            finding=self.finding,
-        )
+        return DeliveryOutcome(self.notice.id, self.kind, status, receipt, detail, self.finding)
 
 
 class NoticeDeliveryRun:
-    """Delivers one held row at a time through `transport`."""
-
     def __init__(
         self,
         engine: Engine,
@@ -89,11 +135,26 @@ class NoticeDeliveryRun:
 
     def deliver(self, notice: HeldNotice) -> DeliveryOutcome:
         """One attempt on one held row; an expected failure is an outcome, not an exception."""
-        attempt = _Attempt(notice, notice.kind[:_KIND_SHOWN])
+        kind = notice.kind[:_KIND_SHOWN]
         problem = address_problem(notice.raw_address)
         if problem is not None:
-            return self._unusable_address(attempt, problem)
-        attempt = self._evidence(attempt)
+            log.warning(
+                "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
+                notice.id,
+                kind,
+                problem.value,
+            )
+            return _Attempt(notice, kind).outcome(
+                DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value
+            )
+        finding = None
+        if not notice.evidence_stands:
+            exact = notice.audit_event_id is not None
+            question = EvidenceQuestion.EXACT if exact else EvidenceQuestion.WEAKER
+            finding = EvidenceFinding(notice.id, notice.kind, notice.audit_event_id, question)
+            # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
+            evidence_log.warning("%s", finding.line)
+        attempt = _Attempt(notice, kind, finding)
         message = self._render(attempt)
         if isinstance(message, DeliveryOutcome):
             return message
@@ -101,28 +162,6 @@ class NoticeDeliveryRun:
         if isinstance(receipt, DeliveryOutcome):
             return receipt
         return self._mark(attempt, receipt)
-
-    def _unusable_address(self, attempt: _Attempt, problem: AddressProblem) -> DeliveryOutcome:
-        log.warning(
-            "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
-            attempt.notice.id,
-            attempt.kind,
-            problem.value,
-        )
-        return attempt.outcome(DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value)
-
-    def _evidence(self, attempt: _Attempt) -> _Attempt:
-        notice = attempt.notice
-        finding = evidence_finding(
-            notice_id=notice.id,
-            kind=notice.kind,
-            audit_event_id=notice.audit_event_id,
-            stands=notice.evidence_stands,
-        )
-        if finding is not None:
-            # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
-            evidence_log.warning("%s", finding.line)
-        return _Attempt(notice, attempt.kind, finding)
 
     def _render(self, attempt: _Attempt) -> bytes | DeliveryOutcome:
         notice = attempt.notice
@@ -170,7 +209,6 @@ class NoticeDeliveryRun:
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
-        lease_until = attempt.notice.leased_until
         for try_number in range(1, MARK_ATTEMPTS + 1):
             try:
                 marked = self._mark_once(notice_id, receipt, after_fault=try_number > 1)
@@ -178,9 +216,19 @@ class NoticeDeliveryRun:
             except (DatabaseFault, DBAPIError) as exc:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
-                retryable = isinstance(exc, DatabaseFault)
-                if not retryable or not self._may_retry(try_number, pause, lease_until):
-                    _gave_up(attempt, receipt, fault, try_number)
+                if not isinstance(exc, DatabaseFault) or not self._may_retry(
+                    try_number, pause, attempt.notice.leased_until
+                ):
+                    log.error(
+                        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark "
+                        "failed with %s after %d tries; the row stays owed beside it (runbook: "
+                        "the row is the truth; mark the row)",
+                        notice_id,
+                        attempt.kind,
+                        receipt,
+                        fault,
+                        try_number,
+                    )
                     raise
                 log.warning(
                     "Notice mark of %s (%s) failed with %s (a database fault); trying again in "
@@ -213,8 +261,7 @@ class NoticeDeliveryRun:
         return lease_until is None or self._clock.now() + timedelta(seconds=pause) < lease_until
 
     def _mark_once(self, notice_id: uuid.UUID, receipt: str, *, after_fault: bool) -> bool:
-        """True when the row is marked with this delivery's receipt, False when another runner
-        marked it first."""
+        """Whether the row is marked with this delivery's receipt (not another runner's)."""
         with writing_unit_of_work(self._engine) as session:
             marked = self._claim.mark_delivered(
                 session, notice_id, at=self._clock.now(), receipt=receipt
@@ -224,16 +271,3 @@ class NoticeDeliveryRun:
                 return self._claim.marked_with(session, notice_id, receipt)
             session.commit()
         return marked
-
-
-def _gave_up(attempt: _Attempt, receipt: str, fault: str, tries: int) -> None:
-    log.error(
-        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark failed with %s "
-        "after %d tries; the row stays owed beside it (runbook: the row is the truth; mark the "
-        "row)",
-        attempt.notice.id,
-        attempt.kind,
-        receipt,
-        fault,
-        tries,
-    )

@@ -1,15 +1,18 @@
 """HostedRelay: the one hosted runner of the relay, for the API's loop and the timer Function
-alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1). Built at the
-host's start, it reads `Notices__Runner` once: the runner the flag names announces itself and
-each tick runs one NoticeSweep; every other host steps aside and its ticks touch nothing.
-"""
+alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1), the API's loop
+around it (NoticeRelayService), and the runner names every runner stamps into `LeasedBy`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import re
+import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from shared.settings import HostedKind, Settings
 from shared.telemetry import NO_TELEMETRY, Telemetry
@@ -20,18 +23,40 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("azurebank.notices.relay")
 
+RunnerKind = Literal["api", "function", "verb"]
+
+# LeasedBy is String(200); a host name longer than a DNS label says nothing more to a reader.
+_HOST_MAX = 63
+
+
+def make_runner_name(kind: RunnerKind) -> str:
+    """A fresh runner name, `{kind}/{host}/{pid}/{8 hex}` (e.g. `verb/GURGANT/22280/2be449cb`),
+    matched against the start line (docs/operations.md#reading-the-start-lines); the random
+    suffix tells two processes apart when a pid is reused."""
+    if kind not in ("api", "function", "verb"):
+        raise ValueError(f"unknown runner kind {kind!r}")
+    return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
+
+
+def runner_kind(name: str) -> str:
+    return name.split("/", 1)[0]
+
+
+def _host() -> str:
+    # The first label only, with '/' and whitespace replaced, so the name splits into four parts.
+    label = socket.gethostname().split(".")[0] or "unknown-host"
+    return re.sub(r"[/\s]", "-", label)[:_HOST_MAX]
+
 
 class Sweep(Protocol):
-    """What a hosted runner needs of its NoticeSweep."""
-
     def run(self) -> NoticeSweepSummary: ...
 
 
 @dataclass(frozen=True, eq=False)
 class HostedRelay:
-    """One hosted runner. Named by the flag: its runner name (what it stamps into LeasedBy), its
-    target's description and its sweep, built on the first tick (nothing connects at start). Not
-    named: none of them."""
+    """One hosted runner. When `Notices__Runner` names it: its runner name, its target's
+    description and its sweep, built on the first tick (nothing connects at start); otherwise
+    none of them, and its ticks touch nothing."""
 
     kind: HostedKind
     settings: Settings
@@ -75,3 +100,58 @@ class HostedRelay:
         if past_due:
             log.warning("Notice relay: this tick is late (past due); sweeping now")
         return self.telemetry.sweep(self.kind, self.sweep().run)
+
+
+class NoticeRelayService:
+    """The API's hosted loop beside `azurebank serve` (docs/decisions.md#adr-0048-d1), always
+    registered: each tick is HostedRelay's, on a worker thread, so delivery never blocks the
+    event loop that serves HTTP."""
+
+    def __init__(self, relay: HostedRelay) -> None:
+        self.relay = relay
+        notices = relay.settings.Notices
+        self.period_seconds = float(notices.PeriodSeconds)
+        self.lease_seconds = float(notices.LeaseSeconds)
+        self._task: asyncio.Task[None] | None = None
+        self._inflight: asyncio.Future[NoticeSweepSummary | None] | None = None
+
+    @property
+    def delivers(self) -> bool:
+        return self.relay.delivers
+
+    def start(self) -> None:
+        self.relay.announce(f"every {int(self.period_seconds)}s")
+        if self.relay.delivers:
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")
+
+    async def stop(self) -> None:
+        """Cancel the loop, then let a sweep already on its thread finish its marks, bounded by
+        the lease it holds: a file written and never marked would be refused next time."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        inflight = self._inflight
+        if inflight is not None and not inflight.done():
+            await asyncio.wait([inflight], timeout=self.lease_seconds)
+
+    async def run(self) -> None:
+        """The first look one full period after start, then one sweep per period; a sweep that
+        overruns its period is followed by one at once, never by a burst (PeriodicTimer)."""
+        loop = asyncio.get_running_loop()
+        next_at = loop.time() + self.period_seconds
+        try:
+            while True:
+                await asyncio.sleep(max(0.0, next_at - loop.time()))
+                await self.sweep_once()
+                next_at = max(next_at + self.period_seconds, loop.time())
+        except asyncio.CancelledError:
+            log.info("Notice relay: stopped")  # cancellation is shutdown, not a failure
+
+    async def sweep_once(self) -> NoticeSweepSummary | None:
+        """One tick off the event loop; never raises but for cancellation."""
+        if not self.relay.delivers:
+            return None
+        self._inflight = asyncio.ensure_future(asyncio.to_thread(self.relay.tick))
+        # Shielded: cancelling the loop must not orphan a sweep mid-delivery unawaited.
+        return await asyncio.shield(self._inflight)

@@ -1,8 +1,6 @@
 """The notify verb's protocol (docs/decisions.md#adr-0048-d5): drain what is owed under the
-verb's own lease, let go of what it still holds at exit, and decide the exit: 0 delivered; 2
-nothing to do, naming which reading; 6 a file was refused; 1 another failure left rows owed
-(over 6: moving the refused file would not fix it). docs/cli.md#azurebank-notify lists them.
-"""
+verb's own lease, let go of what it still holds at exit, and decide the exit
+(docs/cli.md#azurebank-notify lists them)."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from sqlalchemy import Engine
 
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
-from shared.notices.evidence import EvidenceFinding
-from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
+from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus, EvidenceFinding
 from shared.notices.status import LeaseHolder, lease_holders
 from shared.notices.sweep import NoticeSweep, NoticeSweepSummary
 
@@ -28,10 +25,8 @@ READING_HELD_BY_OTHERS = "everything owed is held under another runner's live le
 
 
 class NotifyExit(enum.IntEnum):
-    """The verb's exits."""
-
     DELIVERED = 0
-    FAILED = 1  # another failure left rows owed
+    FAILED = 1  # another failure left rows owed; over 6, since moving a refused file won't fix it
     NOTHING_TO_DO = 2  # nothing owed, or everything owed is held under another's live lease
     REFUSED_FILE = 6  # a notice file already exists
 
@@ -50,16 +45,13 @@ class NotifyReport:
     held_by_others: tuple[LeaseHolder, ...] = ()
     released: int = 0  # owed rows this run held at its end and let go of
 
-    def ids(self, *statuses: DeliveryStatus) -> list[uuid.UUID]:
-        return [i for i, o in self.last.items() if o.status in statuses]
-
     @property
     def delivered(self) -> int:
-        return len(self.ids(DeliveryStatus.DELIVERED))
+        return sum(o.status is DeliveryStatus.DELIVERED for o in self.last.values())
 
     @property
     def refused(self) -> list[uuid.UUID]:
-        return self.ids(DeliveryStatus.REFUSED)
+        return [i for i, o in self.last.items() if o.status is DeliveryStatus.REFUSED]
 
     @property
     def failed(self) -> list[DeliveryOutcome]:
@@ -77,7 +69,7 @@ class NotifyReport:
 
     @property
     def reading(self) -> str | None:
-        """Which reading of exit 2 applies, or None when the exit is not 2."""
+        """Which reading of exit 2 applies, if it is 2."""
         if self.exit_code != NotifyExit.NOTHING_TO_DO:
             return None
         return READING_HELD_BY_OTHERS if self.held_by_others else READING_NOTHING_OWED
@@ -124,7 +116,6 @@ def drain(
 def _release_at_exit(
     sweep: NoticeSweep, engine: Engine, clock: Clock, report: NotifyReport
 ) -> None:
-    """Let go of what this run still holds, and name what others hold under a live lease."""
     try:
         with writing_unit_of_work(engine) as session:
             # About to exit, its lease protects nothing: letting go makes the runbook's "move the

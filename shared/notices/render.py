@@ -1,24 +1,85 @@
 """A notice as an RFC 5322 message: the bytes the standard library's `email` package writes
-(no mail library in any runner: docs/decisions.md#adr-0048-alternatives-declined), written directly
-where the package would neither fold nor encode, through the package everywhere else."""
+(docs/decisions.md#adr-0048-alternatives-declined), and whether a user's `Email` can stand as its
+`To`: an unusable one is an outcome at Warning, never a crash (docs/decisions.md#adr-0048-d7)."""
 
 from __future__ import annotations
 
+import enum
 import re
 import uuid
 from datetime import UTC, datetime
-from email.headerregistry import BaseHeader
+from email import policy
+from email.headerregistry import BaseHeader, HeaderRegistry
 from email.message import EmailMessage
 from email.utils import format_datetime
+from typing import Any
 
 from shared.db.schema import NoticeKind
-from shared.notices.address import MESSAGE_POLICY
 
-# RFC 5322 §3.6 requires a From; nothing here sends, so the pickup's consumer rewrites this
-# reserved-domain (RFC 2606 `.invalid`) address before sending.
+
+class _HeaderClassCache(HeaderRegistry):
+    """The standard registry, building each header's class once rather than with `type()` for
+    every header it parses, a large share of a notice's rendering (bench/README.md, Relay)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._classes: dict[str, type[BaseHeader]] = {}
+
+    def __getitem__(self, name: str) -> type[BaseHeader]:
+        key = name.lower()
+        built = self._classes.get(key)
+        if built is None:
+            # setdefault: two threads that race here both get the first class stored.
+            built = self._classes.setdefault(key, super().__getitem__(name))
+        return built
+
+    def map_to_type(self, name: str, cls: type[BaseHeader]) -> None:
+        super().map_to_type(name, cls)
+        self._classes.pop(name.lower(), None)  # a remapped name builds its new class next time
+
+
+# SMTPUTF8, but for where header classes come from: "usable" means "this renderer can write it".
+MESSAGE_POLICY = policy.SMTPUTF8.clone(header_factory=_HeaderClassCache())
+
+# RFC 5321 §4.5.3.1.3: a path is at most 256 octets including the angle brackets.
+_MAX_ADDRESS = 254
+
+
+class AddressProblem(enum.StrEnum):
+    """Why an address is unusable; safe to log."""
+
+    MISSING = "missing"  # no Email on the user's row
+    BLANK = "blank"  # an Email of whitespace only
+    INVALID = "invalid"  # not one bare addr-spec this renderer can write
+
+
+def address_problem(raw: str | None) -> AddressProblem | None:
+    """None when `raw` (stripped) is one plain addr-spec; otherwise why it is not."""
+    if raw is None:
+        return AddressProblem.MISSING
+    value = raw.strip()
+    if not value:
+        return AddressProblem.BLANK
+    if len(value) > _MAX_ADDRESS or any(ord(c) < 0x20 or c == "\x7f" for c in value):
+        return AddressProblem.INVALID
+    local, at, domain = value.rpartition("@")
+    if not at or not local or not domain:
+        return AddressProblem.INVALID
+    try:
+        header = MESSAGE_POLICY.header_factory("To", value)
+    except Exception:  # the parser raises IndexError and friends on some malformed input
+        return AddressProblem.INVALID
+    addresses: tuple[Any, ...] = tuple(getattr(header, "addresses", ()))
+    # One address, no defect, and the addr-spec as given: a display name, a list or a repaired
+    # form would mean the renderer writes something other than the row holds.
+    if header.defects or len(addresses) != 1 or addresses[0].addr_spec != value:
+        return AddressProblem.INVALID
+    return None
+
+
+# RFC 5322 §3.6 requires a From; the pickup's consumer rewrites this reserved (RFC 2606) one.
 NOTICE_SENDER = "AzureBank security notices <notices@azurebank.invalid>"
-# The right-hand side of every Message-ID; the left is the notice's Id, a stable key a
-# downstream consumer de-duplicates on.
+# A Message-ID's left is the notice's Id, a stable key a downstream consumer de-duplicates on.
 MESSAGE_ID_DOMAIN = "notices.azurebank"
 
 _SUBJECTS: dict[str, str] = {
@@ -36,8 +97,8 @@ def _parsed(name: str, value: str) -> BaseHeader:
     return header
 
 
-# The headers the same in every notice of a kind, parsed once: a policy stores a parsed header
-# as it is (EmailPolicy.header_store_parse), and it is immutable, so every message may share it.
+# Parsed once: a policy stores a parsed header as it is (EmailPolicy.header_store_parse), and it
+# is immutable, so every message may share it.
 _FROM = _parsed("From", NOTICE_SENDER)
 AUTO_SUBMITTED = "auto-generated"  # RFC 3834: no auto-reply loops
 _AUTO_SUBMITTED = _parsed("Auto-Submitted", AUTO_SUBMITTED)
@@ -45,11 +106,10 @@ _SUBJECT_HEADERS = {kind: _parsed("Subject", subject) for kind, subject in _SUBJ
 
 
 class UnrenderableKind(Exception):
-    """The notice's Kind has no message; an outcome at Warning, never a crash."""
+    """The notice's Kind has no message."""
 
 
 def message_id(notice_id: uuid.UUID) -> str:
-    """The Message-ID derived from the notice's Id."""
     return f"<{notice_id}@{MESSAGE_ID_DOMAIN}>"
 
 
@@ -63,19 +123,15 @@ def render_notice(
     now: datetime,
 ) -> bytes:
     """The message for one owed notice, CRLF line endings; `address` must already be usable."""
-    subject = _SUBJECTS.get(kind)
     event = _EVENTS.get(kind)
-    if subject is None or event is None:
+    if event is None or kind not in _SUBJECTS:
         raise UnrenderableKind(kind)
     when = occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     date = format_datetime(now.astimezone(UTC))
     # NIST SP 800-63B-4 §4.6: the contact is mandatory content of every notice.
     body = (
-        f"{event}\n"
-        "\n"
-        f"When: {when}\n"
-        f"Reference: {notice_id}\n"
-        "\n"
+        f"{event}\n\n"
+        f"When: {when}\nReference: {notice_id}\n\n"
         "If this was you, there is nothing to do.\n"
         f"If it was not, contact us at once: {contact}\n"
     )
@@ -84,11 +140,10 @@ def render_notice(
     return _email_package_message(notice_id, kind, address, date, body)
 
 
-# A plain dot-atom address that fits on the To line and a printable ASCII contact that fits on
-# its line are what the email package writes with no folding, no encoding and a 7bit body:
-# those bytes are written directly, since refolding every header is the largest CPU cost of a
-# notice (bench/README.md, Relay). tests/unit/test_notice_render.py holds both forms to the
-# stock policy's bytes.
+# A dot-atom address and a printable ASCII contact that fit their lines are what the package
+# writes with no folding, no encoding and a 7bit body: written directly, since refolding every
+# header is a notice's largest CPU cost (bench/README.md, Relay). tests/unit/test_notice_render.py
+# holds both forms to the stock policy's bytes.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LINE = MESSAGE_POLICY.max_line_length or 78
 _PLAIN_ADDRESS = re.compile(

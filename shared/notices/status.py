@@ -63,8 +63,8 @@ class OwedBacklog:
 
 
 def owed_backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
-    """The telemetry gauges' read: one statement over the owed rows (the partial index by
-    CreatedAt serves it) on the host's engine per collection."""
+    """The telemetry gauges' read, once per collection: one statement over the owed rows, which
+    the partial index by CreatedAt serves."""
 
     def read() -> OwedBacklog:
         with unit_of_work(engine) as session:

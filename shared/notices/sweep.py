@@ -1,13 +1,8 @@
-"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2).
-
-    renew → claim → re-read by name → deliver each, while this sweep's own lease is live
-    → remove the transport's own temporaries that no live runner can own
-
-A sweep never raises an ordinary exception: one that fails as a whole is logged at Error by
-exception type and reported in its summary. A refused row rests until the end of the lease it
-was refused under (docs/decisions.md#adr-0048-d3): held and renewed, not attempted and not
-counted against the batch. The rest is kept in memory: a restarted process is a new runner.
-"""
+"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2):
+renew, claim, re-read by name, deliver each while its own lease is live, then remove the
+transport's temporaries no live runner can own. One that fails as a whole is logged at Error by
+exception type and reported in its summary, never raised. A refused row rests in memory until
+its lease ends (docs/decisions.md#adr-0048-d3): a restarted process is a new runner."""
 
 from __future__ import annotations
 
@@ -22,18 +17,16 @@ from sqlalchemy import Engine
 from shared.clock import Clock
 from shared.db.uow import writing_unit_of_work
 from shared.notices.claim import NoticeClaim
-from shared.notices.delivery import NoticeDeliveryRun
-from shared.notices.outcomes import FAILURES, DeliveryOutcome, DeliveryStatus
+from shared.notices.delivery import FAILURES, DeliveryOutcome, DeliveryStatus, NoticeDeliveryRun
 from shared.notices.status import LeaseHolder, lease_holders
-from shared.notices.transports import LeavesTemporaryFiles, LeftoversKept, NoticeTransport
+from shared.notices.transports import LeavesTemporaryFiles, NoticeTransport
 
 log = logging.getLogger("azurebank.notices.sweep")
 
 
 @dataclass
 class NoticeSweepSummary:
-    """What one sweep did, filled in by the sweep as it goes; read it, never write it. Evidence
-    findings are not counted here."""
+    """What one sweep did, filled in as it goes; evidence findings are not counted here."""
 
     runner: str
     lease_until: datetime | None = None
@@ -61,22 +54,18 @@ class NoticeSweepSummary:
         return sum(h.rows for h in self.other_holders)
 
     def line(self) -> str:
-        """One Information line; it names rows by count only."""
         return (
             f"Notice sweep by {self.runner}: held {self.held} (renewed {self.renewed}, claimed "
             f"{self.claimed}), delivered {self.delivered}, refused {self.refused}, failed "
             f"{self.failed}, taken {self.taken}, not attempted {self.not_attempted}, resting "
-            f"{self.resting}; "
-            f"{self.held_by_others} held by other runners"
+            f"{self.resting}; {self.held_by_others} held by other runners"
         )
 
 
 @dataclass(eq=False)
 class NoticeSweep:
-    """One runner's sweep; build once per runner and call `run()` once per tick. `delivery`
-    delivers through this sweep's transport and marks under `claim` (the composition root wires
-    the three). A temporary older than `leftover_age`, the longest lease that writes into the
-    target, has no live writer."""
+    """One runner's sweep, built once per runner, `run()` once per tick. A temporary older than
+    `leftover_age`, the longest lease that writes into the target, has no live writer."""
 
     engine: Engine
     clock: Clock
@@ -85,8 +74,7 @@ class NoticeSweep:
     leftover_age: timedelta = field(kw_only=True)
     # Refused rows resting, each until the end of the lease it was refused under.
     _resting: dict[uuid.UUID, datetime] = field(default_factory=dict, init=False)
-    # True only after a sweep that ended holding no owed row: the next one skips the renew.
-    # False at first, so a sweep built under a name that already holds rows renews them.
+    # True only after a sweep that ended holding no owed row, so the next one skips the renew.
     _holds_none: bool = field(default=False, init=False)
 
     @property
@@ -103,9 +91,8 @@ class NoticeSweep:
         exclude: Collection[uuid.UUID] = (),
         on_outcome: Callable[[DeliveryOutcome], None] | None = None,
     ) -> NoticeSweepSummary:
-        """One sweep. `exclude`: held rows not to attempt this time (still renewed and held),
-        e.g. the verb's rows that already failed once in the same run. `on_outcome` sees each
-        outcome as it happens."""
+        """One sweep. `exclude`: held rows not to attempt this time (still renewed and held), e.g.
+        the verb's rows that already failed once in the same run."""
         summary = NoticeSweepSummary(self.runner)
         try:
             self._run(summary, exclude, on_outcome)
@@ -126,16 +113,8 @@ class NoticeSweep:
         if not isinstance(self.transport, LeavesTemporaryFiles):
             return
         try:
-            removed = self.transport.remove_leftovers(
+            removed, kept, failure = self.transport.remove_leftovers(
                 now=self.clock.now(), older_than=self.leftover_age
-            )
-        except LeftoversKept as kept:
-            removed = kept.removed
-            log.warning(
-                "Notice sweep by %s could not remove %d leftover temporary files: %s",
-                self.runner,
-                kept.kept,
-                kept.failure,
             )
         except Exception as exc:
             # By type only, as every relay failure: an OS error's text holds the path.
@@ -145,6 +124,13 @@ class NoticeSweep:
                 type(exc).__name__,
             )
             return
+        if kept:
+            log.warning(
+                "Notice sweep by %s could not remove %d leftover temporary files: %s",
+                self.runner,
+                kept,
+                failure,
+            )
         summary.leftovers_removed = removed
         if removed:
             # A count, never a name: each name holds a notice's id, and the path may name a home.
@@ -187,7 +173,16 @@ class NoticeSweep:
 
         for position, notice in enumerate(live):
             if self.clock.now() >= taken.lease_until:
-                self._lease_lapsed(summary, taken.lease_until, len(live) - position)
+                # Another runner may already have taken the rest over.
+                summary.lease_lapsed = True
+                summary.not_attempted += len(live) - position
+                log.warning(
+                    "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
+                    "with %d held rows not attempted",
+                    self.runner,
+                    taken.lease_until.isoformat(),
+                    len(live) - position,
+                )
                 break
             if notice.id in exclude:
                 summary.not_attempted += 1
@@ -195,8 +190,7 @@ class NoticeSweep:
             outcome = self.delivery.deliver(notice)
             _count(summary, outcome)
             if outcome.status is DeliveryStatus.REFUSED:
-                # Retried once per lease, not once per period: it rests until the lease it was
-                # refused under would have lapsed, had it not been renewed.
+                # Retried once per lease, not per period: it rests as long as the lease it had.
                 self._resting[notice.id] = taken.lease_until
             if on_outcome is not None:
                 on_outcome(outcome)
@@ -207,18 +201,6 @@ class NoticeSweep:
         # An idle sweep says nothing, every period; nor does one whose only rows rest.
         if summary.held > summary.resting:
             log.info("%s", summary.line())
-
-    def _lease_lapsed(self, summary: NoticeSweepSummary, ended: datetime, left: int) -> None:
-        # Another runner may already have taken these rows over.
-        summary.lease_lapsed = True
-        summary.not_attempted += left
-        log.warning(
-            "Notice sweep by %s outlived its own lease (ended %s); it stops delivering "
-            "with %d held rows not attempted",
-            self.runner,
-            ended.isoformat(),
-            left,
-        )
 
 
 def _count(summary: NoticeSweepSummary, outcome: DeliveryOutcome) -> None:

@@ -1,21 +1,15 @@
-"""Where a rendered notice lands, behind one interface. Nothing here sends.
-
-Both transports name the notice `{noticeId}.eml` and never overwrite: an existing name is
-NoticeRefused, and the row stays owed beside it (docs/operations.md's runbook for a refused
-notice file). Exception messages and receipts carry the file name at most, never a directory path
-or a recipient. A pickup directory's temporaries outlive a runner killed between its write and
-its link, so that transport removes its own once no live runner can own them
-(docs/operations.md#crash-leftovers-and-what-removes-them); a blob upload appears whole or not at
-all.
-"""
+"""Where a rendered notice lands, behind one interface; nothing here sends. Both transports name
+the notice `{noticeId}.eml` and never overwrite (an existing name is NoticeRefused); messages and
+receipts carry the file name at most, never a directory path or a recipient. The pickup
+directory's guard (docs/decisions.md#adr-0048-d6) is here too."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
-import secrets
 import stat
+import subprocess
 import tempfile
 import threading
 import uuid
@@ -31,37 +25,25 @@ class NoticeRefused(Exception):
     """The target already holds this notice's name; nothing was written over it."""
 
     def __init__(self, notice_id: uuid.UUID) -> None:
-        self.notice_id = notice_id
         super().__init__(f"{notice_file_name(notice_id)} already exists; refused, not overwritten")
 
 
 class NoticeTransport(Protocol):
-    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
-        """Land `message` under the notice's name and return a receipt; raise NoticeRefused
-        when the name already exists."""
-        ...
+    def deliver(self, notice_id: uuid.UUID, message: bytes) -> str: ...
 
     def describe(self) -> str:
         """A one-line target, safe to log: no path, no address."""
         ...
 
 
-class LeftoversKept(Exception):
-    """Some leftover temporaries could not be removed; the others were. Kept by exception type
-    only: an OS error's text holds the path."""
-
-    def __init__(self, removed: int, kept: int, failure: str) -> None:
-        self.removed, self.kept, self.failure = removed, kept, failure
-        super().__init__(f"{kept} leftover temporary files not removed ({failure})")
-
-
 @runtime_checkable
 class LeavesTemporaryFiles(Protocol):
-    """A transport whose delivery writes a temporary file a crash can leave behind."""
+    """A transport whose delivery writes a temporary file a crash can leave behind
+    (docs/operations.md#crash-leftovers-and-what-removes-them)."""
 
-    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
-        """Remove this transport's own temporary files last modified more than `older_than`
-        before `now`; how many it removed. Raises LeftoversKept when some could not be."""
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
+        """How many it removed, how many it could not, and the first failure's exception type
+        (an OS error's text holds the path)."""
         ...
 
 
@@ -69,25 +51,14 @@ def notice_file_name(notice_id: uuid.UUID) -> str:
     return f"{notice_id}.eml"
 
 
-# A temporary is `.{noticeId}.{8 characters}.tmp`: hidden from a pickup agent that reads `*.eml`,
-# and of the shape `tempfile.mkstemp` gives with that prefix and suffix.
-_TEMPORARY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789_"
+# A temporary is `.{noticeId}.{8 characters}.tmp`, as `tempfile.mkstemp` names it with that
+# prefix and suffix: hidden from a pickup agent that reads `*.eml`.
 _TEMPORARY_NAME = re.compile(
     r"\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[a-z0-9_]{8}\.tmp"
-)
-# mkstemp's flags: create it new (never through a symlink or over a name), 0600 from the start.
-_TEMPORARY_FLAGS = (
-    os.O_WRONLY
-    | os.O_CREAT
-    | os.O_EXCL
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
 )
 
 
 def is_temporary_file_name(name: str) -> bool:
-    """Whether `name` is exactly the shape of this transport's temporary files."""
     return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
@@ -103,8 +74,11 @@ class PickupDirectoryTransport:
 
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
         name = notice_file_name(notice_id)
-        # In the same directory (the link stays on one file system), 0600: an address at rest.
-        fd, temporary = self._create_temporary(notice_id)
+        # In the same directory (the link stays on one file system); created new (never through
+        # a symlink or over a name) and 0600 from the start: an address at rest.
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{notice_id}.", suffix=".tmp", dir=self._directory
+        )
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(message)
@@ -125,16 +99,16 @@ class PickupDirectoryTransport:
         return f"pickup:{name}"
 
     def probe(self) -> None:
-        """Readiness (shared/readiness.py): the directory takes a write (a temporary created and
-        removed, under a name no notice has and no leftover removal matches); raises otherwise."""
+        """Readiness (shared/readiness.py): the directory takes a write, under a name no notice
+        has and no leftover removal matches; raises otherwise."""
         fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
         os.close(fd)
         os.unlink(name)
 
-    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> int:
+    def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
         """Remove the temporaries of runners killed between their write and their link: regular
         files named exactly as `deliver` names them, last modified more than `older_than` (longer
-        than any runner's lease) before `now`. A final `.eml` is never touched."""
+        than any runner's lease) before `now`."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
@@ -153,19 +127,7 @@ class PickupDirectoryTransport:
                     kept, failure = kept + 1, failure or type(exc).__name__
                     continue
                 removed += 1
-        if kept:
-            raise LeftoversKept(removed, kept, failure)
-        return removed
-
-    def _create_temporary(self, notice_id: uuid.UUID) -> tuple[int, Path]:
-        for _ in range(100):
-            tail = "".join(secrets.choice(_TEMPORARY_ALPHABET) for _ in range(8))
-            temporary = self._directory / f".{notice_id}.{tail}.tmp"
-            try:
-                return os.open(temporary, _TEMPORARY_FLAGS, 0o600), temporary
-            except FileExistsError:
-                continue  # 37^8 names: another writer's, never to be opened
-        raise FileExistsError("no free temporary name for the notice")
+        return removed, kept, failure
 
     def _fsync_directory(self) -> None:
         fd = os.open(self._directory, os.O_RDONLY)
@@ -176,9 +138,8 @@ class PickupDirectoryTransport:
 
 
 class BlobContainerTransport:
-    """A blob container as the pickup, for a Function with no durable disk. `upload_blob` is
-    atomic, so it leaves no temporaries. The client is built on first delivery, from a connection
-    string or from the account's blob URI and an Entra credential (docs/settings.md)."""
+    """A blob container as the pickup, for a Function with no durable disk; an upload appears whole
+    or not at all. The client is built on first use (docs/settings.md says from what)."""
 
     def __init__(
         self,
@@ -187,7 +148,6 @@ class BlobContainerTransport:
         connection_string: str | None = None,
         blob_service_uri: str | None = None,
         credential: Any = None,
-        client_options: dict[str, Any] | None = None,
     ) -> None:
         if not connection_string and not blob_service_uri:
             raise ValueError("a blob container transport needs a connection string or a URI")
@@ -195,7 +155,6 @@ class BlobContainerTransport:
         self._connection_string = connection_string
         self._blob_service_uri = blob_service_uri
         self._credential = credential
-        self._client_options = client_options or {}
         self._client: ContainerClient | None = None
         self._lock = threading.Lock()
 
@@ -232,9 +191,7 @@ class BlobContainerTransport:
             if self._client is not None:
                 return self._client
             if self._connection_string:
-                service = BlobServiceClient.from_connection_string(
-                    self._connection_string, **self._client_options
-                )
+                service = BlobServiceClient.from_connection_string(self._connection_string)
             else:
                 credential = self._credential
                 if credential is None:
@@ -242,9 +199,43 @@ class BlobContainerTransport:
 
                     credential = DefaultAzureCredential()
                 service = BlobServiceClient(
-                    account_url=str(self._blob_service_uri),
-                    credential=credential,
-                    **self._client_options,
+                    account_url=str(self._blob_service_uri), credential=credential
                 )
             self._client = service.get_container_client(self._container)
             return self._client
+
+
+def pickup_directory_problem(directory: Path) -> str | None:
+    """A spool of addresses at rest must exist and sit outside any git tree; the message never
+    echoes the path (it may name a user's home)."""
+    if not directory.is_dir():
+        return (
+            "Notices__PickupDirectory: the directory does not exist. Fix: create it, or "
+            "set Notices__PickupDirectory to an existing directory outside any git tree."
+        )
+    if _inside_git_tree(directory):
+        return (
+            "Notices__PickupDirectory: the directory sits inside a git tree, where notices "
+            "(addresses at rest) could be committed. Fix: set Notices__PickupDirectory to a "
+            "directory outside any git tree."
+        )
+    return None
+
+
+def _inside_git_tree(directory: Path) -> bool:
+    # Walk up looking for .git ourselves, and ask git too when it is installed (worktrees,
+    # GIT_DIR layouts); either saying yes is enough to refuse.
+    resolved = directory.resolve()
+    if any((parent / ".git").exists() for parent in (resolved, *resolved.parents)):
+        return True
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return result.returncode == 0 and result.stdout.strip() == "true"

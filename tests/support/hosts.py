@@ -17,8 +17,7 @@ from fastapi.testclient import TestClient
 from api_funcs.app import FEATURES, AppContext, create_app
 from shared.bootstrap import Services, bootstrap, database_url
 from shared.clock import Clock, SystemClock
-from shared.notices.hosted import HostedRelay
-from shared.notices.runner_name import make_runner_name
+from shared.notices.hosted import HostedRelay, make_runner_name
 from shared.settings import HostedKind, Settings, is_named, load_settings, require_host
 from shared.telemetry import NO_TELEMETRY, Telemetry
 

@@ -20,8 +20,8 @@ from shared.audit.chain import (
     AuditChain,
     render_details,
     render_payload,
+    uuid7,
 )
-from shared.audit.ids import uuid7
 from shared.settings import SettingsError, load_settings
 
 KEY = b"k" * 32

@@ -13,8 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from shared.audit.chain import AuditChain, render_details
-from shared.audit.ids import uuid7
+from shared.audit.chain import AuditChain, render_details, uuid7
 from shared.db.schema import AuditEvent
 
 KEY = b"k" * 32

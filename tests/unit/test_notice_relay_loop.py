@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from api_funcs.served import attach_relay
 from shared.bootstrap import Host
-from shared.notices.relay_loop import NoticeRelayService
+from shared.notices.hosted import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.support.hosts import hosted, make_app, relay_environ
 

@@ -17,9 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.db.schema import NoticeKind
-from shared.notices.address import AddressProblem, _HeaderClassCache, address_problem
-from shared.notices.render import UnrenderableKind, message_id, render_notice
-from shared.notices.runner_name import make_runner_name
+from shared.notices.hosted import make_runner_name
+from shared.notices.render import (
+    AddressProblem,
+    UnrenderableKind,
+    _HeaderClassCache,
+    address_problem,
+    message_id,
+    render_notice,
+)
 from tests.support.hosts import CONTACT
 
 NOTICE_ID = uuid.UUID("0b9f3c52-6d1e-4c1a-9e43-2f8a1d6c7b10")

@@ -19,7 +19,7 @@ import pytest
 
 from api_funcs.served import build_served_app
 from shared.bootstrap import Host
-from shared.notices.relay_loop import NoticeRelayService
+from shared.notices.hosted import NoticeRelayService
 from shared.settings import Settings, load_settings
 from tests.support.connections import connection_attempts, unused_port
 from tests.support.hosts import relay_environ

@@ -34,15 +34,15 @@ from sqlalchemy import Engine, event, select, text
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.orm import Session
 
-from shared.audit.appender import AuditAppender
 from shared.audit.chain import (
     CURRENT_PAYLOAD_VERSION,
     GENESIS_HASH,
+    AuditAppender,
     AuditChain,
     SealedAuditRow,
     render_details,
+    uuid7,
 )
-from shared.audit.ids import uuid7
 from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.faults import translate_driver_error
