@@ -1,11 +1,7 @@
-"""The composition root: `bootstrap` gives every service of a host from checked settings, an
-engine and a clock, each built once on first use; a `Host` is `serve` or the Functions host
-around it (settings checked at its start, its relay, its services composed on first use). The
-command line, the tests and the benches call `bootstrap`; a test or a bench hands its own
-collaborator in here (a transport, a claim, a lock), so the services have no mode for one. A
-route, a command or the timer only reads the services: nothing is built per request, and a new
-collaborator is wired in this one file. No FastAPI or Azure type appears here; the edge builds
-the telemetry (api_funcs.telemetry).
+"""The composition root (docs/architecture.md): `bootstrap` gives every service of a host, each
+built once on first use; a `Host` is `serve` or the Functions host around it. A test or a bench
+hands its own collaborator in here, so the services have no mode for one; nothing is built per
+request, and no FastAPI or Azure type appears here.
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ from shared.settings import (
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
-    # Each service's module (SQLAlchemy, the ORM, PyJWT under them) is imported where the
-    # service is first built: a cold Functions instance indexes without them, and a request
-    # imports only the services it reads (bench/cold_start.py).
+    # Each service's module is imported where the service is first built: a cold Functions
+    # instance indexes without them (bench/cold_start.py).
     from sqlalchemy import Engine
 
     from shared.audit.appender import AuditAppender
@@ -61,11 +56,8 @@ LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 class Services:
     """Every service of one host, each built on its first use and kept for the host's life, so
-    a request builds only what it reads (the first accounts request of a cold instance imports
-    no money service: bench/cold_start.py). `audit_chain` is None while Audit__ChainKey is unset
-    (only hosts that never write audit rows may start so); `sweep` is the notice sweep of the
-    runner this host was built for, or None when it was built for none. `readiness` checks the
-    pickup target only where this host delivers notices (ADR-0048 D6)."""
+    a request builds only what it reads (bench/cold_start.py). `audit_chain` is None while
+    Audit__ChainKey is unset; `sweep` is the sweep of the runner this host was built for."""
 
     def __init__(
         self,
@@ -155,20 +147,10 @@ class Services:
     def readiness(self) -> Readiness:
         from shared.readiness import Readiness
 
-        pickup: Callable[[], ProbedTarget] | None = None
-        if self.sweep is not None:
-            # ADR-0048 D6: readiness probes the pickup only where the host delivers, the
-            # sweep's own; either transport takes a probe.
-            target = cast("ProbedTarget", self.sweep.transport)
-
-            def pickup_target() -> ProbedTarget:
-                return target
-
-            pickup = pickup_target
-        engine = self.engine
-        return Readiness(
-            lambda: engine, pickup=pickup, timeout_seconds=self.settings.Health.ReadyTimeoutSeconds
-        )
+        # ADR-0048 D6: the pickup is probed only where the host delivers; either transport can.
+        pickup = None if self.sweep is None else cast("ProbedTarget", self.sweep.transport)
+        timeout = self.settings.Health.ReadyTimeoutSeconds
+        return Readiness(self.engine, pickup=pickup, timeout_seconds=timeout)
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
@@ -191,13 +173,12 @@ def bootstrap(
     transfer_writes: TransferWriter | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
-    """The services of a host whose `settings` passed `require_host`, each built on first use.
+    """The services of a host whose `settings` passed `require_host`.
 
-    `engine`: the host's, or a URL (the process's engine for it, built, not connected: a driver
-    this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
-    `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`,
-    `daily_limit_lock` and `transfer_writes` replace what the settings and the dialect give, for
-    a test's or a bench's own. `telemetry`: the edge's, its backlog gauges wired to the engine."""
+    `engine`: the host's, or a URL (its engine built, not connected: a driver this install lacks
+    is SettingsError now, exit 78), or None: Database__Url or the local file. `runner`: the name
+    its sweep stamps into LeasedBy (ADR-0048 D2, D5). The other collaborators replace what the
+    settings and the dialect give, for a test's or a bench's own."""
     from shared.db.engine import EngineOptions, get_engine
 
     if engine is None or isinstance(engine, str):
@@ -220,9 +201,8 @@ def bootstrap(
 
 
 def _backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
-    """The telemetry gauges' read of the owed backlog; its module (the relay's status queries) is
-    imported on the first collection, which only a host with a telemetry exporter makes, not by
-    every composition (bench/cold_start.py)."""
+    """The gauges' read of the owed backlog, its module imported only on the first collection,
+    which only a host with an exporter makes (bench/cold_start.py)."""
 
     def read() -> OwedBacklog:
         from shared.notices.status import owed_backlog_reader
@@ -240,8 +220,6 @@ def _runner_sweep(
     transport: NoticeTransport | None,
     claim: NoticeClaim | None,
 ) -> NoticeSweep:
-    """The sweep of `runner`; its modules are imported only for a host that runs one
-    (bench/cold_start.py)."""
     from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
     from shared.notices.delivery import NoticeDeliveryRun
     from shared.notices.sweep import NoticeSweep
@@ -258,9 +236,8 @@ def _runner_sweep(
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:
-    """The pickup target `Notices` names: the directory or the blob container (exactly one).
-    Call after `require_host`, which also checks the directory exists outside any git tree;
-    nothing connects here (a container's client is built on its first delivery)."""
+    """The pickup target `Notices` names, the directory or the blob container; nothing connects
+    here. `require_host` also checks the directory exists outside any git tree."""
     from shared.notices.transports import BlobContainerTransport, PickupDirectoryTransport
 
     problem = pickup_target_problem(settings)
@@ -289,10 +266,8 @@ def database_url(settings: Settings, *, local_default: bool) -> str:
 
 class Host:
     """`serve` ("api") or the Functions host ("function"), one per process. Its start checks the
-    settings (a partial set is SettingsError naming the key and the fix, ADR-0048 D6, ADR-0051
-    D3), reads `Notices__Runner` once and fixes the runner's name and target; its services are
-    composed on first use, once, under a lock. The start connects nothing: a transport connects
-    on its first delivery, the engine on its first query."""
+    settings (ADR-0048 D6, ADR-0051 D3) and fixes the runner's name and target, connecting
+    nothing; its services are composed on first use, once, under a lock."""
 
     def __init__(
         self,
@@ -335,8 +310,7 @@ class Host:
         return sweep
 
     def relay_loop(self) -> NoticeRelayService:
-        """`serve`'s loop around this host's relay, always registered (ADR-0048 D1) so every API
-        host reads the flag and says what it does."""
+        """`serve`'s loop, always registered (ADR-0048 D1) so every API host says what it does."""
         from shared.notices.relay_loop import NoticeRelayService
 
         return NoticeRelayService(self.relay)

@@ -1,29 +1,10 @@
 """Domain errors, typed here and mapped to HTTP only in `api_funcs`.
 
-    DomainError                       every refusal the domain can answer
-    ├── BadRequest (400)              the request itself is malformed
-    │   └── ValidationFailed          VALIDATION_FAILED: one named field, its value never echoed
-    ├── Unauthenticated (401)         no verified identity, or a credential that did not verify
-    ├── Forbidden (403)               an account or payee the caller may not use
-    ├── NotFound (404)                no such account or payee
-    ├── Conflict (409)                the request conflicts with the current state
-    ├── Refusal (422)                 a rule said no, with extension members
-    ├── TooManyAttempts (429)         locked out for now (e.g. PIN_LOCKED)
-    └── Fault (503)                   the system could not decide
-        └── DatabaseFault             a driver error of a kind the domain names (below)
-            ├── LockTimeout           LOCK_TIMEOUT: a lock wait ran out
-            ├── CommitOutcomeUnknown  COMMIT_OUTCOME_UNKNOWN: the connection failed during COMMIT
-            └── DatabaseUnavailable   DATABASE_UNAVAILABLE: the database cannot take the work now
-                └── TransactionRolledBack   the server rolled the transaction back (a deadlock)
-
-One way to declare a refusal: subclass the category (it fixes `status`), and set `error_code` and
-`title` as class attributes, plus `retry_after` when trying again later may succeed. Extension
-members are keyword arguments (a refusal that always carries some names them in its `__init__`
-and declares their JSON types in `member_types`). The OpenAPI document is derived from these classes
-(api_funcs/problem_docs.py): an operation lists the refusal classes it can raise, and each status,
-errorCode, member and header it declares comes from them, so nothing is written twice.
-Each carries a stable `error_code` (docs/http.md) and a `title` that is safe to show anyone: no
-address, PIN, password, token or secret ever goes into one.
+A refusal subclasses its category (which fixes `status`) and sets `error_code`, `title` and, when
+trying again later may succeed, `retry_after`; extension members are keyword arguments, their
+JSON types declared in `member_types`. The OpenAPI document is derived from these classes
+(api_funcs/problem_docs.py), so nothing is written twice. Each `error_code` is stable
+(docs/http.md); a `title` is safe to show anyone: no address, PIN, password, token or secret.
 """
 
 from __future__ import annotations
@@ -36,13 +17,12 @@ MemberType = Literal["number", "date-time", "field-errors"]
 
 
 class DomainError(Exception):
-    """A refusal with a stable error code; `members` become problem-details extension members.
-    Raise a category below, or a refusal declared on one; the category fixes the status."""
+    """A refusal with a stable error code; `members` become problem-details extension members."""
 
     status: int
     error_code: str
     title: str
-    # Whole seconds a client should wait before trying again; sent as `Retry-After`.
+    # Whole seconds, sent as `Retry-After`.
     retry_after: int | None = None
     # The extension members it always carries, and those it never sends.
     member_types: ClassVar[Mapping[str, MemberType]] = {}
@@ -57,22 +37,10 @@ class DomainError(Exception):
             cls.sends = ("Retry-After",) if cls.retry_after is not None else ()
 
     def __init__(
-        self,
-        error_code: str | None = None,
-        title: str | None = None,
-        *,
-        status: int | None = None,
-        headers: dict[str, str] | None = None,
-        **members: Any,
+        self, *, title: str | None = None, headers: dict[str, str] | None = None, **members: Any
     ) -> None:
-        # The overrides serve a caller outside `shared` that still builds a refusal inline;
-        # in `shared` every refusal is a declared class.
-        if error_code is not None:
-            self.error_code = error_code
         if title is not None:
             self.title = title
-        if status is not None:
-            self.status = status
         self.headers = dict(headers or {})
         if self.retry_after is not None:
             self.headers.setdefault("Retry-After", str(self.retry_after))

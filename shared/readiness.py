@@ -53,7 +53,7 @@ class ReadinessReport:
 
 @functools.cache
 def migration_heads() -> frozenset[str]:
-    """The revisions the migrations end at, read once from the scripts this install ships."""
+    """The revisions the migrations this install ships end at."""
     from alembic.script import ScriptDirectory
 
     from shared.db.migrate import alembic_config
@@ -61,8 +61,7 @@ def migration_heads() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
 
 
-# Alembic's record of the revisions applied, read without reflection: an unmigrated database
-# lacks the table, which fails the statement and so the check.
+# Read without reflection: an unmigrated database lacks the table, which fails the check.
 _ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 
 
@@ -76,8 +75,8 @@ def _tail_present(conn: Connection) -> bool:
 
 
 class _SingleFlight(Generic[T]):
-    """`work` on a thread of its own, one run at a time: a caller that comes while a run is in
-    flight waits on that run (a hanging check is not started again)."""
+    """`work` on a daemon thread, one run at a time: a caller that comes while a run is in flight
+    waits on that run, so a hanging check is not started again."""
 
     def __init__(self, name: str, work: Callable[[], T]) -> None:
         self._name = name
@@ -103,16 +102,10 @@ class _SingleFlight(Generic[T]):
 
 
 class Readiness:
-    """The host's checks, built once per host. The engine and the pickup target (only where the
-    host delivers) are asked for on each check, so a setting that cannot build one is a failing
-    check, not a 500."""
+    """The host's checks, built once per host; the pickup target only where the host delivers."""
 
     def __init__(
-        self,
-        engine: Callable[[], Engine],
-        *,
-        pickup: Callable[[], ProbedTarget] | None,
-        timeout_seconds: float = 3,
+        self, engine: Engine, *, pickup: ProbedTarget | None, timeout_seconds: float
     ) -> None:
         self._engine = engine
         self._timeout = timeout_seconds
@@ -121,7 +114,7 @@ class Readiness:
             None
             if pickup is None
             else _SingleFlight(
-                "readiness-pickup", lambda: _state("pickup", lambda: _probed(pickup()))
+                "readiness-pickup", lambda: _state("pickup", lambda: _probed(pickup))
             )
         )
 
@@ -140,7 +133,7 @@ class Readiness:
     def _database_checks(self) -> dict[str, CheckState]:
         checks: dict[str, CheckState] = {}
         try:
-            with self._engine().connect() as conn:
+            with self._engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
                 checks["database"] = CheckState.OK
                 checks["schema"] = _state("schema", lambda: _schema_at_head(conn))
@@ -156,7 +149,6 @@ class Readiness:
 
 
 def _within(future: Future[T], deadline: float, name: str) -> T | None:
-    """The check's result, or None when it is still running at `deadline`."""
     try:
         return future.result(max(deadline - time.monotonic(), 0))
     except FutureTimeout:
