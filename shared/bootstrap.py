@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from shared.notices.transports import NoticeTransport
     from shared.readiness import ProbedTarget, Readiness
 
-# The command line and `serve` only; the Functions host refuses to start without Database__Url.
+# The command line's and `serve`'s; the Functions host needs Database__Url.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
@@ -138,8 +138,7 @@ class Services:
     def rails(self) -> AccountRails:
         from shared.money.rails import AccountRails
 
-        # The rails take no application lock: their waits are the key's, the tail's and the
-        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        # No application lock: every wait of theirs is the connection's own lock timeout.
         wait = self.settings.Database.LockTimeoutSeconds
         return AccountRails(self.engine, self.clock, self._audit, busy_timeout_seconds=wait)
 
@@ -257,11 +256,9 @@ def notice_transport(settings: Settings) -> NoticeTransport:
 def database_url(settings: Settings, *, local_default: bool) -> str:
     """Database__Url, or (for the command line and `serve` only) the local SQLite file."""
     url = settings.Database.Url
-    if url is None and local_default:
-        return LOCAL_DATABASE_URL
-    if url is None:
+    if url is None and not local_default:
         raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
-    return url
+    return LOCAL_DATABASE_URL if url is None else url
 
 
 class Host:
@@ -294,8 +291,7 @@ class Host:
         self.relay = HostedRelay(
             kind, settings, runner=runner, target=target, sweep=sweep, telemetry=telemetry
         )
-        if kind == "function":
-            # The timer's cadence is its schedule; `serve`'s loop announces itself as it starts.
+        if kind == "function":  # `serve`'s loop announces itself as it starts
             self.relay.announce(f"schedule {settings.Notices.Schedule}")
 
     def services(self) -> Services:

@@ -70,8 +70,7 @@ class ValidationFailed(BadRequest):
         title: str | None = None,
         errors: list[dict[str, str]] | None = None,
     ) -> None:
-        """One named field (or, as `errors`, several); `title` when the fault is no body's
-        (a header's)."""
+        """One named field (or, as `errors`, several); `title` when the fault is a header's."""
         super().__init__(title=title, errors=errors or [{"field": field, "message": message}])
 
 
@@ -130,8 +129,7 @@ class DatabaseFault(Fault):
 
 
 class LockTimeout(DatabaseFault):
-    """ADR-0050 D5: the application lock was not granted within DailyLimit__LockTimeoutSeconds,
-    or another lock (the audit chain's tail, a row) within Database__LockTimeoutSeconds; a
+    """ADR-0050 D5: a lock wait (the application lock's, the audit tail's, a row's) ran out; a
     fault, never the 422."""
 
     error_code = "LOCK_TIMEOUT"
@@ -140,9 +138,8 @@ class LockTimeout(DatabaseFault):
 
 
 class DatabaseUnavailable(DatabaseFault):
-    """The database could not be reached (refused, gone, dropped the connection), did not answer
-    within its bound, or had no pooled connection free in time: nothing was decided, and trying
-    again shortly may succeed."""
+    """The database could not be reached, did not answer within its bound, or had no pooled
+    connection free in time: nothing was decided."""
 
     error_code = "DATABASE_UNAVAILABLE"
     title = "The database is unavailable; nothing changed. Try again shortly."
@@ -150,15 +147,13 @@ class DatabaseUnavailable(DatabaseFault):
 
 
 class TransactionRolledBack(DatabaseUnavailable):
-    """The server rolled the transaction back (a deadlock's victim, a serialization failure):
-    nothing changed, and running it again may succeed (the money's retry loop does)."""
+    """A deadlock's victim or a serialization failure: running it again may succeed."""
 
 
 class CommitOutcomeUnknown(DatabaseFault):
-    """The database became unavailable during the COMMIT of a write that has no Idempotency-Key
-    to ask again (shared.db.uow.commit_unit): the server may have committed it, or not. Never
-    "nothing changed", which is not known. A writer declares its own title, which says how the
-    caller finds out or carries on safely; `driver_error` is the COMMIT's."""
+    """The connection failed during the COMMIT of a write with no Idempotency-Key to ask again
+    (shared.db.uow.commit_unit): never "nothing changed", which is not known. A writer declares
+    its own title, saying how the caller finds out."""
 
     error_code = "COMMIT_OUTCOME_UNKNOWN"
     title = (

@@ -1,6 +1,5 @@
-"""Readiness (`GET /api/health/ready`): each named check answers `ok` or `failing` and nothing
-more, within Health__ReadyTimeoutSeconds (docs/operations.md, "Readiness"); reasons go to the log
-by exception type only, because the answer is anonymous."""
+"""Readiness (`GET /api/health/ready`, docs/operations.md): each named check answers `ok` or
+`failing` within Health__ReadyTimeoutSeconds; reasons go to the log by exception type only."""
 
 from __future__ import annotations
 

@@ -261,11 +261,6 @@ _SECTIONS: dict[str, dict[str, Field[Any]]] = {
 }
 
 
-def setting_keys() -> list[str]:
-    """Every key as an operator spells it, `Section__Key`."""
-    return [f"{section}__{name}" for section, names in _SECTIONS.items() for name in names]
-
-
 # The fix beside each key; a ranged key's fix starts with its field's own range (`_range_fix`).
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
@@ -323,11 +318,6 @@ def missing(key: str, why: str) -> str:
 
 # One wording for the host check at start and for the code that needs the value.
 CONTACT_MISSING = missing("Notices__Contact", "it is mandatory content of every notice")
-NO_STORAGE_NAMED = (
-    "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
-    "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
-    "account's blob URI (identity)."
-)
 
 
 def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
@@ -533,7 +523,11 @@ def pickup_target_problem(settings: Settings) -> str | None:
         )
     storage = settings.NoticesStorage
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
-        return NO_STORAGE_NAMED
+        return (
+            "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
+            "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
+            "account's blob URI (identity)."
+        )
     return None
 
 
