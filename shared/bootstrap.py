@@ -153,11 +153,9 @@ class Services:
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
-        if self.audit_chain is None:
-            from shared.audit.chain import AuditChain
+        from shared.audit.chain import AuditChain
 
-            return AuditChain.from_settings(self.settings)  # raises, naming the key and the fix
-        return self.audit_chain
+        return self.audit_chain or AuditChain.from_settings(self.settings)
 
 
 def bootstrap(
@@ -279,7 +277,6 @@ class Host:
         named = is_named(settings, kind)
         transport = notice_transport(settings) if named else None
         runner = make_runner_name(kind) if named else None
-        # `serve` falls back to the local file; the Functions host never does.
         url = database_url(settings, local_default=kind == "api")
         self._compose = functools.partial(
             bootstrap, settings, url, clock, runner=runner, transport=transport, telemetry=telemetry

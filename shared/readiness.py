@@ -112,9 +112,7 @@ class Readiness:
         self._pickup_check = (
             None
             if pickup is None
-            else _SingleFlight(
-                "readiness-pickup", lambda: _state("pickup", lambda: _probed(pickup))
-            )
+            else _SingleFlight("readiness-pickup", lambda: _state("pickup", pickup.probe))
         )
 
     def check(self) -> ReadinessReport:
@@ -141,8 +139,7 @@ class Readiness:
         except Exception as exc:
             log.warning("Readiness: database failing (%s)", type(exc).__name__)
             # Nothing about the database can be vouched for when it cannot be reached.
-            for name in _DATABASE_CHECKS:
-                checks.setdefault(name, CheckState.FAILING)
+            checks = {**dict.fromkeys(_DATABASE_CHECKS, CheckState.FAILING), **checks}
             checks["database"] = CheckState.FAILING
         return checks
 
@@ -155,14 +152,10 @@ def _within(future: Future[T], deadline: float, name: str) -> T | None:
         return None
 
 
-def _probed(target: ProbedTarget) -> bool:
-    target.probe()
-    return True
-
-
-def _state(name: str, holds: Callable[[], bool]) -> CheckState:
+def _state(name: str, holds: Callable[[], bool | None]) -> CheckState:
+    """`holds` fails by returning False or raising; a probe, which returns None, by raising."""
     try:
-        if holds():
+        if holds() is not False:
             return CheckState.OK
         log.warning("Readiness: %s failing", name)
     except Exception as exc:

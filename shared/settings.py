@@ -47,8 +47,7 @@ class NoticeRunner(enum.StrEnum):
 
 
 def is_named(settings: Settings, host: Host) -> bool:
-    """ADR-0048 D1: the flag, not the lease, says whether this host's runner delivers; `Api`
-    names `api`, `Function` names `function`, and no value names `verb` or `cli`."""
+    """ADR-0048 D1: whether the flag names this host's runner (no value names `verb` or `cli`)."""
     return settings.Notices.Runner.lower() == host
 
 
@@ -61,8 +60,7 @@ _PARSED = object()
 
 @dataclass(frozen=True, repr=False, eq=False)
 class Rule:
-    """How one setting's text becomes its value: the parse, a number's bounds (the fix an
-    operator reads spells them), and the value a blank leaves."""
+    """How one setting's text becomes its value: the parse, a number's bounds, a blank's value."""
 
     parse: Callable[[str], Any]
     low: int | Decimal | None = None
@@ -180,8 +178,7 @@ class NoticesSettings:
 
 @dataclass(frozen=True, repr=False, eq=False)
 class NoticesStorageSettings:
-    """Where the blob pickup container lives: a connection string, or an account URI reached
-    with a managed identity."""
+    """Where the blob pickup container lives: a connection string, or a managed identity's URI."""
 
     ConnectionString: str | None = text()
     blobServiceUri: str | None = text()
