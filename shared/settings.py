@@ -10,6 +10,7 @@ spares each class a signature, and without a `__repr__` nothing prints a secret.
 from __future__ import annotations
 
 import base64
+import contextlib
 import enum
 import os
 import re
@@ -258,7 +259,7 @@ _SECTIONS: dict[str, dict[str, Field[Any]]] = {
 }
 
 
-# The fix beside each key; a ranged key's fix starts with its field's own range (`_range_fix`).
+# The fix beside each key; a ranged key's fix starts with its field's own range (`fix_for`).
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
     "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
@@ -284,26 +285,21 @@ _FIXES: dict[str, str] = {
 
 
 def fix_for(key: str) -> str:
-    ranged = _range_fix(key)
-    if ranged is None:
-        return _FIXES.get(key, f"correct {key}")
-    return f"{ranged}, {_FIXES[key]}" if key in _FIXES else ranged
-
-
-def _range_fix(key: str) -> str | None:
-    """`set KEY to …` spelled from the field's own bounds, so nobody needs the source."""
+    # A ranged key's fix is spelled from its field's own bounds, so nobody needs the source.
     section, _, name = key.partition("__")
     found = _SECTIONS.get(section, {}).get(name)
     rule: Rule | None = found.metadata.get("rule") if found is not None else None
     if rule is None or rule.low is None or rule.high is None:
-        return None
+        return _FIXES.get(key, f"correct {key}")
     if rule.places is None:
-        return f"set {key} to a whole number from {rule.low} to {rule.high}"
-    places = _IN_WORDS.get(rule.places, rule.places)
-    return (
-        f"set {key} to a number above {rule.low} and below {rule.high}, "
-        f"with at most {places} decimals"
-    )
+        ranged = f"set {key} to a whole number from {rule.low} to {rule.high}"
+    else:
+        places = _IN_WORDS.get(rule.places, rule.places)
+        ranged = (
+            f"set {key} to a number above {rule.low} and below {rule.high}, "
+            f"with at most {places} decimals"
+        )
+    return f"{ranged}, {_FIXES[key]}" if key in _FIXES else ranged
 
 
 _IN_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
@@ -419,20 +415,9 @@ def _cross_field_problems(s: Settings) -> list[str]:
     url = s.Database.Url
     if url is not None and (problem := _url_problem(url)) is not None:
         problems.append(problem)
-    problems += _wait_problems(s)
-    if s.Auth.SigningKey and s.Auth.JwksUrl:
-        problems.append(
-            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
-            f"Fix: {fix_for('Auth__SigningKey')}."
-        )
-    return problems
-
-
-def _wait_problems(s: Settings) -> list[str]:
-    """A lock wait must run out before its statement's does, or a lock held by a dead session
-    reads as a stalled database."""
+    # A lock wait must run out before its statement's does, or a lock held by a dead session
+    # reads as a stalled database.
     statement = s.Database.StatementTimeoutSeconds
-    problems: list[str] = []
     for key, seconds in (
         ("Database__LockTimeoutSeconds", s.Database.LockTimeoutSeconds),
         ("DailyLimit__LockTimeoutSeconds", s.DailyLimit.LockTimeoutSeconds),
@@ -443,6 +428,11 @@ def _wait_problems(s: Settings) -> list[str]:
                 f"({statement}s). Fix: lower {key}, or raise Database__StatementTimeoutSeconds "
                 f"above {seconds}."
             )
+    if s.Auth.SigningKey and s.Auth.JwksUrl:
+        problems.append(
+            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
+            f"Fix: {fix_for('Auth__SigningKey')}."
+        )
     return problems
 
 
@@ -463,7 +453,10 @@ def check_host(settings: Settings, host: Host) -> list[str]:
         # Refusing at start beats a 503 on a customer's first PIN.
         problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
     if is_named(settings, host) or host == "verb":
-        problems += _target_problems(settings)
+        target = pickup_target_problem(settings)
+        if target is None and n.PickupDirectory:
+            target = pickup_directory_problem(Path(n.PickupDirectory))
+        problems += [target] if target else []
         if not n.Contact:
             problems.append(CONTACT_MISSING)
     if host == "api" and is_named(settings, host) and n.LeaseSeconds < 2 * n.PeriodSeconds:
@@ -482,29 +475,21 @@ def require_host(settings: Settings, host: Host) -> None:
 
 
 def _schedule_problems(schedule: str) -> list[str]:
-    why = _schedule_fault(schedule)
-    if why is None:
-        return []
-    return [f"Notices__Schedule: {schedule!r} {why}. Fix: {fix_for('Notices__Schedule')}."]
-
-
-def _schedule_fault(schedule: str) -> str | None:
     from croniter import croniter
 
     fields = schedule.split()
-    if len(fields) != 6:
-        return f"has {len(fields)} fields, NCRONTAB needs six (seconds first)"
-    try:
-        # Without second_at_beginning croniter reads the six fields minutes first.
-        cron = croniter(schedule, second_at_beginning=True)
-    except ValueError:
-        return "does not parse"
-    try:
-        # A schedule that parses yet never fires (`0 0 0 31 2 *`) would leave notices owed.
-        cron.get_next(float)
-    except ValueError:
-        return "never fires"
-    return None
+    # Each step names what is wrong should the next one fail.
+    why = f"has {len(fields)} fields, NCRONTAB needs six (seconds first)"
+    with contextlib.suppress(ValueError):
+        if len(fields) == 6:
+            why = "does not parse"
+            # Without second_at_beginning croniter reads the six fields minutes first.
+            cron = croniter(schedule, second_at_beginning=True)
+            # A schedule that parses yet never fires (`0 0 0 31 2 *`) would leave notices owed.
+            why = "never fires"
+            cron.get_next(float)
+            return []
+    return [f"Notices__Schedule: {schedule!r} {why}. Fix: {fix_for('Notices__Schedule')}."]
 
 
 def pickup_target_problem(settings: Settings) -> str | None:
@@ -533,10 +518,3 @@ def notice_contact(settings: Settings) -> str:
     if not settings.Notices.Contact:
         raise SettingsError([CONTACT_MISSING])
     return settings.Notices.Contact
-
-
-def _target_problems(settings: Settings) -> list[str]:
-    problem = pickup_target_problem(settings)
-    if problem is None and settings.Notices.PickupDirectory:
-        problem = pickup_directory_problem(Path(settings.Notices.PickupDirectory))
-    return [problem] if problem else []
