@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
@@ -185,7 +184,14 @@ def bootstrap(
     sweep = None
     if runner is not None:
         sweep = _runner_sweep(settings, engine, clock, runner, transport, claim)
-    telemetry.watch_backlog(_backlog_reader(engine, clock))
+
+    def read_backlog() -> OwedBacklog:
+        # Imported on the first collection, which only a host with an exporter makes.
+        from shared.notices.status import owed_backlog_reader
+
+        return owed_backlog_reader(engine, clock)()
+
+    telemetry.watch_backlog(read_backlog)
     return Services(
         settings,
         engine,
@@ -195,18 +201,6 @@ def bootstrap(
         daily_limit_lock=daily_limit_lock,
         transfer_writes=transfer_writes,
     )
-
-
-def _backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
-    """The gauges' read of the owed backlog, its module imported only on the first collection,
-    which only a host with an exporter makes (bench/cold_start.py)."""
-
-    def read() -> OwedBacklog:
-        from shared.notices.status import owed_backlog_reader
-
-        return owed_backlog_reader(engine, clock)()
-
-    return read
 
 
 def _runner_sweep(

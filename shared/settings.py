@@ -396,25 +396,21 @@ _URL_NAME = re.compile(r"([\w+]+)://")
 _URL_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
 
 
-def _url_problem(url: str) -> str | None:
-    found = _URL_NAME.match(url)
-    if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
-        return (
-            "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
-            f"Fix: {fix_for('Database__Url')}."
-        )
-    port = _URL_PORT.match(url)
-    if port is not None and port.group(1) and not port.group(1).isdigit():
-        # The URL itself is never echoed: it may hold a password.
-        return f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
-    return None
-
-
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
-    if url is not None and (problem := _url_problem(url)) is not None:
-        problems.append(problem)
+    if url is not None:
+        found, port = _URL_NAME.match(url), _URL_PORT.match(url)
+        if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
+            problems.append(
+                "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
+                f"Fix: {fix_for('Database__Url')}."
+            )
+        elif port is not None and port.group(1) and not port.group(1).isdigit():
+            # The URL itself is never echoed: it may hold a password.
+            problems.append(
+                f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
+            )
     # A lock wait must run out before its statement's does, or a lock held by a dead session
     # reads as a stalled database.
     statement = s.Database.StatementTimeoutSeconds
