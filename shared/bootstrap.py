@@ -182,8 +182,20 @@ def bootstrap(
         engine = get_engine(url, EngineOptions.of(settings.Database))
     clock = clock or SystemClock()
     sweep = None
-    if runner is not None:
-        sweep = _runner_sweep(settings, engine, clock, runner, transport, claim)
+    if runner is not None:  # the sweep's modules only for a host that runs one
+        from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
+        from shared.notices.delivery import NoticeDeliveryRun
+        from shared.notices.sweep import NoticeSweep
+
+        # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
+        n, contact = settings.Notices, notice_contact(settings)
+        lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
+        claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
+        transport = transport or notice_transport(settings)
+        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+        # The hosted runners' lease, the verb's and this sweep's all write into one target.
+        leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
+        sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
 
     def read_backlog() -> OwedBacklog:
         # Imported on the first collection, which only a host with an exporter makes.
@@ -201,29 +213,6 @@ def bootstrap(
         daily_limit_lock=daily_limit_lock,
         transfer_writes=transfer_writes,
     )
-
-
-def _runner_sweep(
-    settings: Settings,
-    engine: Engine,
-    clock: Clock,
-    runner: str,
-    transport: NoticeTransport | None,
-    claim: NoticeClaim | None,
-) -> NoticeSweep:
-    from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
-    from shared.notices.delivery import NoticeDeliveryRun
-    from shared.notices.sweep import NoticeSweep
-
-    # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
-    n, contact = settings.Notices, notice_contact(settings)
-    lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
-    claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
-    transport = transport or notice_transport(settings)
-    delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
-    # The hosted runners' lease, the verb's and this sweep's all write into one target.
-    leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
-    return NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:

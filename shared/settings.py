@@ -344,30 +344,23 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings every host shares; SettingsError naming each key refused."""
     data = read_app_settings(os.environ if environ is None else environ)
     problems: list[str] = []
-    sections = {
-        name: section(**_values(name, data.get(name, {}), problems))
-        for name, section in _SECTION_TYPES.items()
-    }
+    values: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
+    for section, parsed_values in values.items():
+        for name, raw in data.get(section, {}).items():
+            key = f"{section}__{name}"
+            try:
+                parsed_values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
+            except _Refused as refused:
+                # A secret's text is never echoed; nor is anything but a short plain value.
+                shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
+                problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
     if problems:
         raise SettingsError(problems)
-    settings = Settings(**sections)
+    settings = Settings(**{name: _SECTION_TYPES[name](**kw) for name, kw in values.items()})
     problems = _cross_field_problems(settings)
     if problems:
         raise SettingsError(problems)
     return settings
-
-
-def _values(section: str, given: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, raw in given.items():
-        key = f"{section}__{name}"
-        try:
-            values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
-        except _Refused as refused:
-            # A secret's text is never echoed; nor is anything but a short plain value.
-            shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
-            problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
-    return values
 
 
 def _value(rule: Rule, raw: str) -> Any:
