@@ -12,13 +12,12 @@ if TYPE_CHECKING:
 
 
 def blueprint(host: Host) -> func.Blueprint:
-    relay = host.relay
     bp = func.Blueprint()
 
     @bp.function_name("notice_relay")
     @bp.timer_trigger(arg_name="timer", schedule="%Notices__Schedule%", use_monitor=True)
     def notice_relay(timer: func.TimerRequest) -> None:
         # The trigger only translates: the host decides.
-        relay.tick(past_due=timer.past_due)
+        host.relay.tick(past_due=timer.past_due)
 
     return bp

@@ -54,9 +54,8 @@ LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
 class Services:
-    """Every service of one host, each built on its first use and kept for the host's life, so
-    a request builds only what it reads (bench/cold_start.py). `audit_chain` is None while
-    Audit__ChainKey is unset; `sweep` is the sweep of the runner this host was built for."""
+    """Every service of one host, each built on its first use (bench/cold_start.py); `audit_chain`
+    is None while Audit__ChainKey is unset, `sweep` while the host was built for no runner."""
 
     def __init__(
         self,
@@ -169,12 +168,10 @@ def bootstrap(
     transfer_writes: TransferWriter | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
-    """The services of a host whose `settings` passed `require_host`.
-
-    `engine`: the host's, or a URL (its engine built, not connected: a driver this install lacks
-    is SettingsError now, exit 78), or None: Database__Url or the local file. `runner`: the name
-    its sweep stamps into LeasedBy (ADR-0048 D2, D5). The other collaborators replace what the
-    settings and the dialect give, for a test's or a bench's own."""
+    """The services of a host whose `settings` passed `require_host`. `engine`: the host's, or a
+    URL (built, not connected: a driver this install lacks is SettingsError now, exit 78), or None
+    (Database__Url or the local file); `runner`: the name its sweep stamps into LeasedBy (ADR-0048
+    D2, D5); the other collaborators replace the settings' and the dialect's, for a test's own."""
     from shared.db.engine import EngineOptions, get_engine
 
     if engine is None or isinstance(engine, str):

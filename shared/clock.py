@@ -27,6 +27,5 @@ def utc_day(instant: datetime) -> tuple[datetime, datetime]:
 
 
 def utc_text(instant: datetime) -> str:
-    """An instant as ISO-8601 UTC with a `Z` (`2026-09-08T00:00:00Z`), as bodies and commands
-    print times."""
+    """An instant as bodies and commands print it: ISO-8601 UTC with a `Z`."""
     return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
