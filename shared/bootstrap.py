@@ -213,8 +213,7 @@ def bootstrap(
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:
-    """The pickup target `Notices` names, the directory or the blob container; nothing connects
-    here. `require_host` also checks the directory exists outside any git tree."""
+    """The pickup directory or blob container `Notices` names; nothing connects here."""
     from shared.notices.transports import BlobContainerTransport, PickupDirectoryTransport
 
     problem = pickup_target_problem(settings)

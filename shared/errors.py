@@ -1,9 +1,8 @@
 """Domain errors, typed here and mapped to HTTP only in `api_funcs`.
 
-A refusal subclasses its category (which fixes `status`) and sets `error_code`, `title` and, when
-trying again later may succeed, `retry_after`; extension members are keyword arguments, their
-JSON types declared in `member_types`. The OpenAPI document is derived from these classes
-(api_funcs/problem_docs.py), so nothing is written twice. Each `error_code` is stable
+A refusal subclasses its category (which fixes `status`) and sets `error_code`, `title` and maybe
+`retry_after`; extension members are keyword arguments typed in `member_types`, and the OpenAPI
+document is derived from these classes (api_funcs/problem_docs.py). Each `error_code` is stable
 (docs/http.md); a `title` is safe to show anyone: no address, PIN, password, token or secret.
 """
 
@@ -55,8 +54,8 @@ class BadRequest(DomainError):
 
 
 class ValidationFailed(BadRequest):
-    """The same shape as any other body validation failure (docs/http.md): the field is named,
-    its value never echoed."""
+    """Shaped as any body validation failure (docs/http.md): the field named, its value never
+    echoed."""
 
     error_code = "VALIDATION_FAILED"
     title = "The request body is not valid."
@@ -129,8 +128,7 @@ class DatabaseFault(Fault):
 
 
 class LockTimeout(DatabaseFault):
-    """ADR-0050 D5: a lock wait (the application lock's, the audit tail's, a row's) ran out; a
-    fault, never the 422."""
+    """ADR-0050 D5: a lock wait ran out; a fault, never the 422."""
 
     error_code = "LOCK_TIMEOUT"
     title = "The request could not be processed in time; try again."

@@ -87,10 +87,9 @@ class _SingleFlight(Generic[T]):
         with self._lock:
             if self._running is None or self._running.done():
                 self._running = Future()
-                thread = threading.Thread(
+                threading.Thread(
                     target=self._run, args=(self._running,), daemon=True, name=self._name
-                )
-                thread.start()
+                ).start()
             return self._running
 
     def _run(self, future: Future[T]) -> None:
@@ -103,9 +102,7 @@ class _SingleFlight(Generic[T]):
 class Readiness:
     """The host's checks, built once per host; the pickup target only where the host delivers."""
 
-    def __init__(
-        self, engine: Engine, *, pickup: ProbedTarget | None, timeout_seconds: float
-    ) -> None:
+    def __init__(self, engine: Engine, pickup: ProbedTarget | None, timeout_seconds: float) -> None:
         self._engine = engine
         self._timeout = timeout_seconds
         self._database = _SingleFlight("readiness-database", self._database_checks)

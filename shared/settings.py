@@ -314,9 +314,8 @@ CONTACT_MISSING = missing("Notices__Contact", "it is mandatory content of every 
 
 
 def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """Group `Section__Key` (Azure on Linux) and `Section:Key` (local.settings.json) variables by
-    section, case-insensitively as the .NET binder does; `NoticesStorage` alone is the connection
-    string."""
+    """`Section__Key` and `Section:Key` variables by section, matched case-insensitively as the
+    .NET binder does; `NoticesStorage` alone is the connection string."""
     sections = {name.lower(): name for name in _SECTIONS}
     keys = {name: {key.lower(): key for key in names} for name, names in _SECTIONS.items()}
     out: dict[str, dict[str, str]] = {}
@@ -482,8 +481,7 @@ def _schedule_problems(schedule: str) -> list[str]:
 
 
 def pickup_target_problem(settings: Settings) -> str | None:
-    """Why `Notices` names no one pickup target (the directory, or the container with its
-    storage), or None; the file system is not asked."""
+    """Why `Notices` names no one pickup target, or None; the file system is not asked."""
     n = settings.Notices
     if bool(n.PickupDirectory) == bool(n.PickupContainer):
         which = "both are set" if n.PickupDirectory else "neither is set"

@@ -28,8 +28,7 @@ class Telemetry(Protocol):
         return None
 
     def watch_backlog(self, read: Callable[[], OwedBacklog]) -> None:
-        """Report the owed backlog `read` returns (the composition root wires it to the host's
-        engine); read when the exporter collects, never per request."""
+        """Report the owed backlog `read` returns when the exporter collects, never per request."""
         return None
 
 
