@@ -62,7 +62,6 @@ class Services:
         settings: Settings,
         engine: Engine,
         clock: Clock,
-        *,
         sweep: NoticeSweep | None,
         telemetry: Telemetry,
         daily_limit_lock: DailyLimitLock | None,
@@ -201,15 +200,7 @@ def bootstrap(
         return owed_backlog_reader(engine, clock)()
 
     telemetry.watch_backlog(read_backlog)
-    return Services(
-        settings,
-        engine,
-        clock,
-        sweep=sweep,
-        telemetry=telemetry,
-        daily_limit_lock=daily_limit_lock,
-        transfer_writes=transfer_writes,
-    )
+    return Services(settings, engine, clock, sweep, telemetry, daily_limit_lock, transfer_writes)
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:
