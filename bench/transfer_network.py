@@ -50,7 +50,6 @@ from sqlalchemy.orm import Session
 
 from shared.audit.tail_sql import postgresql_tail_lock
 from shared.bootstrap import bootstrap
-from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import (
     AuthorizationStatus,
@@ -62,6 +61,7 @@ from shared.errors import DomainError
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import Settings
+from tests.support.clock import FakeClock
 
 AMOUNT = Decimal(1)
 BEFORE, AFTER = "before (one statement per write)", "after (one round trip)"

@@ -39,7 +39,6 @@ from sqlalchemy.engine import make_url
 from bench import transfer_network
 from bench.worktree import worktree
 from shared.bootstrap import bootstrap
-from shared.clock import FakeClock
 from shared.db import migrate
 from shared.db.engine import build_engine
 from shared.db.schema import Account, AspNetUser, AuthorizationStatus, TransferAuthorization
@@ -50,6 +49,7 @@ from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.idempotency import IdempotencyClaim
 from shared.money.transfers import TransferOrder, TransferReceipt, TransferService
 from shared.settings import Settings, load_settings
+from tests.support.clock import FakeClock
 from tests.support.no_lock import NoDailyLimitLock
 
 ADMIN_URL = os.environ.get(

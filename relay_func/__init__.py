@@ -1,6 +1,5 @@
-"""The timer-triggered Function of the notice relay (ADR-0051): one NoticeSweep per tick when
-`Notices__Runner=Function`, nothing otherwise. The host it ticks is function_app.py's, whose
-start read and checked the settings (ADR-0048 D6, ADR-0051 D3) and announced the relay."""
+"""The timer-triggered Function of the notice relay (ADR-0051): one NoticeSweep per tick of
+function_app.py's Host when `Notices__Runner=Function`, nothing otherwise."""
 
 from __future__ import annotations
 
@@ -13,13 +12,12 @@ if TYPE_CHECKING:
 
 
 def blueprint(host: Host) -> func.Blueprint:
-    relay = host.relay
     bp = func.Blueprint()
 
     @bp.function_name("notice_relay")
     @bp.timer_trigger(arg_name="timer", schedule="%Notices__Schedule%", use_monitor=True)
     def notice_relay(timer: func.TimerRequest) -> None:
         # The trigger only translates: the host decides.
-        relay.tick(past_due=timer.past_due)
+        host.relay.tick(past_due=timer.past_due)
 
     return bp

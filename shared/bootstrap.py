@@ -1,18 +1,13 @@
-"""The composition root: `bootstrap` gives every service of a host from checked settings, an
-engine and a clock, each built once on first use; a `Host` is `serve` or the Functions host
-around it (settings checked at its start, its relay, its services composed on first use). The
-command line, the tests and the benches call `bootstrap`; a test or a bench hands its own
-collaborator in here (a transport, a claim, a lock), so the services have no mode for one. A
-route, a command or the timer only reads the services: nothing is built per request, and a new
-collaborator is wired in this one file. No FastAPI or Azure type appears here; the edge builds
-the telemetry (api_funcs.telemetry).
+"""The composition root (docs/architecture.md): `bootstrap` gives every service of a host, each
+built once on first use; a `Host` is `serve` or the Functions host around it. A test or a bench
+hands its own collaborator in here, so the services have no mode for one; nothing is built per
+request, and no FastAPI or Azure type appears here.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
@@ -31,9 +26,8 @@ from shared.settings import (
 from shared.telemetry import NO_TELEMETRY, Telemetry
 
 if TYPE_CHECKING:
-    # Each service's module (SQLAlchemy, the ORM, PyJWT under them) is imported where the
-    # service is first built: a cold Functions instance indexes without them, and a request
-    # imports only the services it reads (bench/cold_start.py).
+    # Each service's module is imported where the service is first built: a cold Functions
+    # instance indexes without them (bench/cold_start.py).
     from sqlalchemy import Engine
 
     from shared.audit.chain import AuditAppender, AuditChain
@@ -53,24 +47,19 @@ if TYPE_CHECKING:
     from shared.notices.transports import NoticeTransport
     from shared.readiness import ProbedTarget, Readiness
 
-# The command line and `serve` only; the Functions host refuses to start without Database__Url.
+# The command line's and `serve`'s; the Functions host needs Database__Url.
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
 class Services:
-    """Every service of one host, each built on its first use and kept for the host's life, so
-    a request builds only what it reads (the first accounts request of a cold instance imports
-    no money service: bench/cold_start.py). `audit_chain` is None while Audit__ChainKey is unset
-    (only hosts that never write audit rows may start so); `sweep` is the notice sweep of the
-    runner this host was built for, or None when it was built for none. `readiness` checks the
-    pickup target only where this host delivers notices (ADR-0048 D6)."""
+    """Every service of one host, each built on its first use (bench/cold_start.py); `audit_chain`
+    is None while Audit__ChainKey is unset, `sweep` while the host was built for no runner."""
 
     def __init__(
         self,
         settings: Settings,
         engine: Engine,
         clock: Clock,
-        *,
         sweep: NoticeSweep | None,
         telemetry: Telemetry,
         daily_limit_lock: DailyLimitLock | None,
@@ -144,8 +133,7 @@ class Services:
     def rails(self) -> AccountRails:
         from shared.money.rails import AccountRails
 
-        # The rails take no application lock: their waits are the key's, the tail's and the
-        # rows', Database__LockTimeoutSeconds, which every connection already has.
+        # No application lock: every wait of theirs is the connection's own lock timeout.
         wait = self.settings.Database.LockTimeoutSeconds
         return AccountRails(self.engine, self.clock, self._audit, busy_timeout_seconds=wait)
 
@@ -153,28 +141,16 @@ class Services:
     def readiness(self) -> Readiness:
         from shared.readiness import Readiness
 
-        pickup: Callable[[], ProbedTarget] | None = None
-        if self.sweep is not None:
-            # ADR-0048 D6: readiness probes the pickup only where the host delivers, the
-            # sweep's own; either transport takes a probe.
-            target = cast("ProbedTarget", self.sweep.transport)
-
-            def pickup_target() -> ProbedTarget:
-                return target
-
-            pickup = pickup_target
-        engine = self.engine
-        return Readiness(
-            lambda: engine, pickup=pickup, timeout_seconds=self.settings.Health.ReadyTimeoutSeconds
-        )
+        # ADR-0048 D6: the pickup is probed only where the host delivers; either transport can.
+        pickup = None if self.sweep is None else cast("ProbedTarget", self.sweep.transport)
+        timeout = self.settings.Health.ReadyTimeoutSeconds
+        return Readiness(self.engine, pickup=pickup, timeout_seconds=timeout)
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
-        if self.audit_chain is None:
-            from shared.audit.chain import AuditChain
+        from shared.audit.chain import AuditChain
 
-            return AuditChain.from_settings(self.settings)  # raises, naming the key and the fix
-        return self.audit_chain
+        return self.audit_chain or AuditChain.from_settings(self.settings)
 
 
 def bootstrap(
@@ -189,13 +165,10 @@ def bootstrap(
     transfer_writes: TransferWriter | None = None,
     telemetry: Telemetry = NO_TELEMETRY,
 ) -> Services:
-    """The services of a host whose `settings` passed `require_host`, each built on first use.
-
-    `engine`: the host's, or a URL (the process's engine for it, built, not connected: a driver
-    this install lacks is SettingsError now, exit 78), or None: Database__Url, or the local file.
-    `runner`: the name its sweep stamps into LeasedBy (ADR-0048 D2, D5). `transport`, `claim`,
-    `daily_limit_lock` and `transfer_writes` replace what the settings and the dialect give, for
-    a test's or a bench's own. `telemetry`: the edge's, its backlog gauges wired to the engine."""
+    """The services of a host whose `settings` passed `require_host`. `engine`: the host's, or a
+    URL (built, not connected: a driver this install lacks is SettingsError now, exit 78), or None
+    (Database__Url or the local file); `runner`: the name its sweep stamps into LeasedBy (ADR-0048
+    D2, D5); the other collaborators replace the settings' and the dialect's, for a test's own."""
     from shared.db.engine import EngineOptions, get_engine
 
     if engine is None or isinstance(engine, str):
@@ -203,62 +176,33 @@ def bootstrap(
         engine = get_engine(url, EngineOptions.of(settings.Database))
     clock = clock or SystemClock()
     sweep = None
-    if runner is not None:
-        sweep = _runner_sweep(settings, engine, clock, runner, transport, claim)
-    telemetry.watch_backlog(_backlog_reader(engine, clock))
-    return Services(
-        settings,
-        engine,
-        clock,
-        sweep=sweep,
-        telemetry=telemetry,
-        daily_limit_lock=daily_limit_lock,
-        transfer_writes=transfer_writes,
-    )
+    if runner is not None:  # the sweep's modules only for a host that runs one
+        from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
+        from shared.notices.delivery import NoticeDeliveryRun
+        from shared.notices.sweep import NoticeSweep
 
+        # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
+        n, contact = settings.Notices, notice_contact(settings)
+        lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
+        claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
+        transport = transport or notice_transport(settings)
+        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+        # The hosted runners' lease, the verb's and this sweep's all write into one target.
+        leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
+        sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
 
-def _backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklog]:
-    """The telemetry gauges' read of the owed backlog; its module (the relay's status queries) is
-    imported on the first collection, which only a host with a telemetry exporter makes, not by
-    every composition (bench/cold_start.py)."""
-
-    def read() -> OwedBacklog:
+    def read_backlog() -> OwedBacklog:
+        # Imported on the first collection, which only a host with an exporter makes.
         from shared.notices.status import owed_backlog_reader
 
         return owed_backlog_reader(engine, clock)()
 
-    return read
-
-
-def _runner_sweep(
-    settings: Settings,
-    engine: Engine,
-    clock: Clock,
-    runner: str,
-    transport: NoticeTransport | None,
-    claim: NoticeClaim | None,
-) -> NoticeSweep:
-    """The sweep of `runner`; its modules are imported only for a host that runs one
-    (bench/cold_start.py)."""
-    from shared.notices.claim import VERB_LEASE_SECONDS, NoticeClaim
-    from shared.notices.delivery import NoticeDeliveryRun
-    from shared.notices.sweep import NoticeSweep
-
-    # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
-    n, contact = settings.Notices, notice_contact(settings)
-    lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
-    claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
-    transport = transport or notice_transport(settings)
-    delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
-    # The hosted runners' lease, the verb's and this sweep's all write into one target.
-    leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
-    return NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)
+    telemetry.watch_backlog(read_backlog)
+    return Services(settings, engine, clock, sweep, telemetry, daily_limit_lock, transfer_writes)
 
 
 def notice_transport(settings: Settings) -> NoticeTransport:
-    """The pickup target `Notices` names: the directory or the blob container (exactly one).
-    Call after `require_host`, which also checks the directory exists outside any git tree;
-    nothing connects here (a container's client is built on its first delivery)."""
+    """The pickup directory or blob container `Notices` names; nothing connects here."""
     from shared.notices.transports import BlobContainerTransport, PickupDirectoryTransport
 
     problem = pickup_target_problem(settings)
@@ -278,19 +222,15 @@ def notice_transport(settings: Settings) -> NoticeTransport:
 def database_url(settings: Settings, *, local_default: bool) -> str:
     """Database__Url, or (for the command line and `serve` only) the local SQLite file."""
     url = settings.Database.Url
-    if url is None and local_default:
-        return LOCAL_DATABASE_URL
-    if url is None:
+    if url is None and not local_default:
         raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
-    return url
+    return LOCAL_DATABASE_URL if url is None else url
 
 
 class Host:
     """`serve` ("api") or the Functions host ("function"), one per process. Its start checks the
-    settings (a partial set is SettingsError naming the key and the fix, ADR-0048 D6, ADR-0051
-    D3), reads `Notices__Runner` once and fixes the runner's name and target; its services are
-    composed on first use, once, under a lock. The start connects nothing: a transport connects
-    on its first delivery, the engine on its first query."""
+    settings (ADR-0048 D6, ADR-0051 D3) and fixes the runner's name and target, connecting
+    nothing; its services are composed on first use, once, under a lock."""
 
     def __init__(
         self,
@@ -305,7 +245,6 @@ class Host:
         named = is_named(settings, kind)
         transport = notice_transport(settings) if named else None
         runner = make_runner_name(kind) if named else None
-        # `serve` falls back to the local file; the Functions host never does.
         url = database_url(settings, local_default=kind == "api")
         self._compose = functools.partial(
             bootstrap, settings, url, clock, runner=runner, transport=transport, telemetry=telemetry
@@ -317,8 +256,7 @@ class Host:
         self.relay = HostedRelay(
             kind, settings, runner=runner, target=target, sweep=sweep, telemetry=telemetry
         )
-        if kind == "function":
-            # The timer's cadence is its schedule; `serve`'s loop announces itself as it starts.
+        if kind == "function":  # `serve`'s loop announces itself as it starts
             self.relay.announce(f"schedule {settings.Notices.Schedule}")
 
     def services(self) -> Services:
@@ -333,8 +271,7 @@ class Host:
         return sweep
 
     def relay_loop(self) -> NoticeRelayService:
-        """`serve`'s loop around this host's relay, always registered (ADR-0048 D1) so every API
-        host reads the flag and says what it does."""
+        """`serve`'s loop, always registered (ADR-0048 D1) so every API host says what it does."""
         from shared.notices.hosted import NoticeRelayService
 
         return NoticeRelayService(self.relay)

@@ -1,6 +1,5 @@
-"""Readiness (`GET /api/health/ready`): each named check answers `ok` or `failing` and nothing
-more, within Health__ReadyTimeoutSeconds (docs/operations.md, "Readiness"); reasons go to the log
-by exception type only, because the answer is anonymous."""
+"""Readiness (`GET /api/health/ready`, docs/operations.md): each named check answers `ok` or
+`failing` within Health__ReadyTimeoutSeconds; reasons go to the log by exception type only."""
 
 from __future__ import annotations
 
@@ -53,7 +52,7 @@ class ReadinessReport:
 
 @functools.cache
 def migration_heads() -> frozenset[str]:
-    """The revisions the migrations end at, read once from the scripts this install ships."""
+    """The revisions the migrations this install ships end at."""
     from alembic.script import ScriptDirectory
 
     from shared.db.migrate import alembic_config
@@ -61,8 +60,7 @@ def migration_heads() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
 
 
-# Alembic's record of the revisions applied, read without reflection: an unmigrated database
-# lacks the table, which fails the statement and so the check.
+# Read without reflection: an unmigrated database lacks the table, which fails the check.
 _ALEMBIC_VERSION = table("alembic_version", column("version_num"))
 
 
@@ -76,8 +74,8 @@ def _tail_present(conn: Connection) -> bool:
 
 
 class _SingleFlight(Generic[T]):
-    """`work` on a thread of its own, one run at a time: a caller that comes while a run is in
-    flight waits on that run (a hanging check is not started again)."""
+    """`work` on a daemon thread, one run at a time: a caller that comes while a run is in flight
+    waits on that run, so a hanging check is not started again."""
 
     def __init__(self, name: str, work: Callable[[], T]) -> None:
         self._name = name
@@ -89,10 +87,9 @@ class _SingleFlight(Generic[T]):
         with self._lock:
             if self._running is None or self._running.done():
                 self._running = Future()
-                thread = threading.Thread(
+                threading.Thread(
                     target=self._run, args=(self._running,), daemon=True, name=self._name
-                )
-                thread.start()
+                ).start()
             return self._running
 
     def _run(self, future: Future[T]) -> None:
@@ -103,26 +100,16 @@ class _SingleFlight(Generic[T]):
 
 
 class Readiness:
-    """The host's checks, built once per host. The engine and the pickup target (only where the
-    host delivers) are asked for on each check, so a setting that cannot build one is a failing
-    check, not a 500."""
+    """The host's checks, built once per host; the pickup target only where the host delivers."""
 
-    def __init__(
-        self,
-        engine: Callable[[], Engine],
-        *,
-        pickup: Callable[[], ProbedTarget] | None,
-        timeout_seconds: float = 3,
-    ) -> None:
+    def __init__(self, engine: Engine, pickup: ProbedTarget | None, timeout_seconds: float) -> None:
         self._engine = engine
         self._timeout = timeout_seconds
         self._database = _SingleFlight("readiness-database", self._database_checks)
         self._pickup_check = (
             None
             if pickup is None
-            else _SingleFlight(
-                "readiness-pickup", lambda: _state("pickup", lambda: _probed(pickup()))
-            )
+            else _SingleFlight("readiness-pickup", lambda: _state("pickup", pickup.probe))
         )
 
     def check(self) -> ReadinessReport:
@@ -140,7 +127,7 @@ class Readiness:
     def _database_checks(self) -> dict[str, CheckState]:
         checks: dict[str, CheckState] = {}
         try:
-            with self._engine().connect() as conn:
+            with self._engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
                 checks["database"] = CheckState.OK
                 checks["schema"] = _state("schema", lambda: _schema_at_head(conn))
@@ -149,14 +136,12 @@ class Readiness:
         except Exception as exc:
             log.warning("Readiness: database failing (%s)", type(exc).__name__)
             # Nothing about the database can be vouched for when it cannot be reached.
-            for name in _DATABASE_CHECKS:
-                checks.setdefault(name, CheckState.FAILING)
+            checks = {**dict.fromkeys(_DATABASE_CHECKS, CheckState.FAILING), **checks}
             checks["database"] = CheckState.FAILING
         return checks
 
 
 def _within(future: Future[T], deadline: float, name: str) -> T | None:
-    """The check's result, or None when it is still running at `deadline`."""
     try:
         return future.result(max(deadline - time.monotonic(), 0))
     except FutureTimeout:
@@ -164,14 +149,10 @@ def _within(future: Future[T], deadline: float, name: str) -> T | None:
         return None
 
 
-def _probed(target: ProbedTarget) -> bool:
-    target.probe()
-    return True
-
-
-def _state(name: str, holds: Callable[[], bool]) -> CheckState:
+def _state(name: str, holds: Callable[[], bool | None]) -> CheckState:
+    """`holds` fails by returning False or raising; a probe, which returns None, by raising."""
     try:
-        if holds():
+        if holds() is not False:
             return CheckState.OK
         log.warning("Readiness: %s failing", name)
     except Exception as exc:

@@ -1,21 +1,16 @@
 """App settings: frozen dataclasses read from `Section__Key` (or `Section:Key`) variables.
 
-Every error names the key as an operator spells it (`Notices__BatchSize`) and says the fix
-(docs/settings.md). Each field's `Rule` (its parse, its bounds, what a blank means) is the one
-statement of what the key accepts; the rules that depend on which host is asking (ADR-0048 D6,
-ADR-0051 D3) live in `check_host`, so each host asks only about itself.
-
-Plain dataclasses, not a pydantic model: the Functions host checks its settings while the worker
-indexes, and importing pydantic and building a model's validators cost a cold instance ~45 ms of
-CPU there, more than the rest of indexing (bench/README.md); the app's request models, built on
-the first request, still use pydantic. Each class has a docstring and no generated `__repr__` or
-`__eq__` (dataclasses' cost at import is per generated method, and a docstring-less class pays
-for a signature); without a `__repr__` no settings object prints a secret either.
+Every error names the key as an operator spells it and says the fix (docs/settings.md); each
+field's `Rule` states what its key accepts, and `check_host` what each host needs (ADR-0048 D6).
+Not pydantic, and no generated `__repr__`/`__eq__`: the Functions host checks its settings while
+the worker indexes, where pydantic cost a cold instance ~45 ms (bench/README.md); a docstring
+spares each class a signature, and without a `__repr__` nothing prints a secret.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import enum
 import os
 import re
@@ -48,35 +43,25 @@ class NoticeRunner(enum.StrEnum):
     keeps two kinds of runner from both sending."""
 
     NONE = "None"  # nobody delivers; the verb is the only way out
-    API = "Api"  # the API's hosted loop (`azurebank serve`)
+    API = "Api"  # `azurebank serve`'s hosted loop
     FUNCTION = "Function"  # the timer-triggered Function (ADR-0051)
 
 
-# The flag value that names each hosted runner (ADR-0048 D6).
-_NAMED_BY: dict[Host, NoticeRunner] = {
-    "api": NoticeRunner.API,
-    "function": NoticeRunner.FUNCTION,
-}
-
-
 def is_named(settings: Settings, host: Host) -> bool:
-    """ADR-0048 D1: the flag, not the lease, says whether this host's runner delivers (a host
-    that runs no relay never is)."""
-    return settings.Notices.Runner is _NAMED_BY.get(host)
+    """ADR-0048 D1: whether the flag names this host's runner (no value names `verb` or `cli`)."""
+    return settings.Notices.Runner.lower() == host
 
 
-# The timer's default cadence, once a minute (NCRONTAB, seconds first).
+# Once a minute (NCRONTAB, seconds first).
 DEFAULT_SCHEDULE = "0 */1 * * * *"
 
-# A Rule's `blank` when a blank value is parsed like any other text (and refused where it
-# does not parse).
+# A Rule's `blank` when a blank value is parsed like any other text.
 _PARSED = object()
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class Rule:
-    """How one setting's text becomes its value: the parse, the bounds a number keeps (the fix
-    an operator reads spells them), and the value a blank leaves."""
+    """How one setting's text becomes its value: the parse, a number's bounds, a blank's value."""
 
     parse: Callable[[str], Any]
     low: int | Decimal | None = None
@@ -160,12 +145,10 @@ class DatabaseSettings:
     """`Database__*`: where the database is, its pool, and every wait on it."""
 
     Url: str | None = text()
-    # Per process (per Functions instance): the connections kept open, and the extra ones opened
-    # under load and closed when returned; instances x (PoolSize + MaxOverflow) must stay within
-    # what the database tier accepts (docs/settings.md).
+    # Per process: instances x (PoolSize + MaxOverflow) must fit the database's tier.
     PoolSize: int = whole(10, 1, 100)
     MaxOverflow: int = whole(20, 0, 100)
-    # Every wait on the database, in seconds (docs/settings.md, "Waits on the database").
+    # In seconds (docs/settings.md, "Waits on the database").
     ConnectTimeoutSeconds: int = whole(5, 2, 60)
     StatementTimeoutSeconds: int = whole(15, 2, 300)
     LockTimeoutSeconds: int = whole(5, 1, 299)
@@ -196,8 +179,7 @@ class NoticesSettings:
 
 @dataclass(frozen=True, repr=False, eq=False)
 class NoticesStorageSettings:
-    """Beyond the ADR: where the blob pickup container lives (a connection string, or an
-    account URI reached with a managed identity)."""
+    """Where the blob pickup container lives: a connection string, or a managed identity's URI."""
 
     ConnectionString: str | None = text()
     blobServiceUri: str | None = text()
@@ -246,16 +228,14 @@ class TransfersSettings:
 
 @dataclass(frozen=True, repr=False, eq=False)
 class ApiDocsSettings:
-    """Beyond the ADRs: the API page (`GET /api/docs`). Unset: on under `serve`, off under the
-    Functions host."""
+    """The API page (`GET /api/docs`); unset: on under `serve`, off under the Functions host."""
 
     Enabled: bool | None = parsed(None, _flag, blank=None)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class Settings:
-    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them;
-    `load_settings` builds it from the environment, checking each key by its field's Rule."""
+    """Every app setting (docs/settings.md), grouped by section as the .NET API groups them."""
 
     Database: DatabaseSettings = field(default_factory=DatabaseSettings)
     Health: HealthSettings = field(default_factory=HealthSettings)
@@ -269,7 +249,6 @@ class Settings:
     ApiDocs: ApiDocsSettings = field(default_factory=ApiDocsSettings)
 
 
-# Each section's class and its fields by name, in declaration order.
 _SECTION_TYPES: dict[str, Callable[..., Any]] = {
     section.name: section.default_factory  # type: ignore[misc]
     for section in fields(Settings)
@@ -280,13 +259,7 @@ _SECTIONS: dict[str, dict[str, Field[Any]]] = {
 }
 
 
-def setting_keys() -> list[str]:
-    """Every key as an operator spells it, `Section__Key`."""
-    return [f"{section}__{name}" for section, names in _SECTIONS.items() for name in names]
-
-
-# The fix an operator reads beside each key. A key with a range on its field reads that range from
-# the field itself (`_range_fix`), with what this table adds after it.
+# The fix beside each key; a ranged key's fix starts with its field's own range (`fix_for`).
 _FIXES: dict[str, str] = {
     "Database__Url": "set Database__Url to a SQLAlchemy URL, e.g. "
     "postgresql+psycopg://user@host/db, mssql+pyodbc://… or sqlite:///azurebank.db",
@@ -312,53 +285,37 @@ _FIXES: dict[str, str] = {
 
 
 def fix_for(key: str) -> str:
-    """The sentence an operator reads to repair `key`."""
-    ranged = _range_fix(key)
-    if ranged is None:
-        return _FIXES.get(key, f"correct {key}")
-    return f"{ranged}, {_FIXES[key]}" if key in _FIXES else ranged
-
-
-def _range_fix(key: str) -> str | None:
-    """`set KEY to …` spelled from the field's own bounds (a whole number's, an amount's with
-    its decimals), so nobody needs the source; None for a field without them."""
+    # A ranged key's fix is spelled from its field's own bounds, so nobody needs the source.
     section, _, name = key.partition("__")
     found = _SECTIONS.get(section, {}).get(name)
     rule: Rule | None = found.metadata.get("rule") if found is not None else None
     if rule is None or rule.low is None or rule.high is None:
-        return None
+        return _FIXES.get(key, f"correct {key}")
     if rule.places is None:
-        return f"set {key} to a whole number from {rule.low} to {rule.high}"
-    places = _IN_WORDS.get(rule.places, rule.places)
-    return (
-        f"set {key} to a number above {rule.low} and below {rule.high}, "
-        f"with at most {places} decimals"
-    )
+        ranged = f"set {key} to a whole number from {rule.low} to {rule.high}"
+    else:
+        places = _IN_WORDS.get(rule.places, rule.places)
+        ranged = (
+            f"set {key} to a number above {rule.low} and below {rule.high}, "
+            f"with at most {places} decimals"
+        )
+    return f"{ranged}, {_FIXES[key]}" if key in _FIXES else ranged
 
 
 _IN_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def missing(key: str, why: str) -> str:
-    """The problem line for an unset `key`: why this host needs it, and the fix."""
     return f"{key}: missing; {why}. Fix: {fix_for(key)}."
 
 
-# Refused both by the host check at start and by the code that needs the value (which may be
-# built without the check), in one wording.
+# One wording for the host check at start and for the code that needs the value.
 CONTACT_MISSING = missing("Notices__Contact", "it is mandatory content of every notice")
-NO_STORAGE_NAMED = (
-    "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
-    "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
-    "account's blob URI (identity)."
-)
 
 
 def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """Group `Section__Key` and `Section:Key` variables by section (Azure app settings on Linux
-    allow only the first; local.settings.json and the .NET API use the second). Section and key
-    match case-insensitively, as the .NET configuration binder does. `NoticesStorage` alone is
-    the connection string."""
+    """`Section__Key` and `Section:Key` variables by section, matched case-insensitively as the
+    .NET binder does; `NoticesStorage` alone is the connection string."""
     sections = {name.lower(): name for name in _SECTIONS}
     keys = {name: {key.lower(): key for key in names} for name, names in _SECTIONS.items()}
     out: dict[str, dict[str, str]] = {}
@@ -383,33 +340,26 @@ _SECRET_KEYS = {
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
-    """Read and check the settings every host shares; raise SettingsError naming each key."""
+    """The settings every host shares; SettingsError naming each key refused."""
     data = read_app_settings(os.environ if environ is None else environ)
     problems: list[str] = []
-    sections = {
-        name: section(**_values(name, data.get(name, {}), problems))
-        for name, section in _SECTION_TYPES.items()
-    }
+    values: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
+    for section, parsed_values in values.items():
+        for name, raw in data.get(section, {}).items():
+            key = f"{section}__{name}"
+            try:
+                parsed_values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
+            except _Refused as refused:
+                # A secret's text is never echoed; nor is anything but a short plain value.
+                shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
+                problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
     if problems:
         raise SettingsError(problems)
-    settings = Settings(**sections)
+    settings = Settings(**{name: _SECTION_TYPES[name](**kw) for name, kw in values.items()})
     problems = _cross_field_problems(settings)
     if problems:
         raise SettingsError(problems)
     return settings
-
-
-def _values(section: str, given: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, raw in given.items():
-        key = f"{section}__{name}"
-        try:
-            values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
-        except _Refused as refused:
-            # A secret's text is never echoed; nor is anything but a short plain value.
-            shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
-            problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
-    return values
 
 
 def _value(rule: Rule, raw: str) -> Any:
@@ -432,54 +382,30 @@ def _value(rule: Rule, raw: str) -> Any:
     return value
 
 
-# A SQLAlchemy URL opens with `backend[+driver]://` (SQLAlchemy's own pattern for the name). Read
-# here without SQLAlchemy: the Functions host checks its settings while the worker indexes, and
-# SQLAlchemy costs a cold instance ~0.2 s that only the first request needs (bench/cold_start.py).
+# `backend[+driver]://`, read without SQLAlchemy, which costs a cold instance's indexing ~0.2 s
+# (bench/cold_start.py); the port as make_url reads it, so a URL it would refuse is refused here.
 _URL_NAME = re.compile(r"([\w+]+)://")
-# The port of a SQLAlchemy URL, read as make_url reads it (after any user and password, after the
-# host or a bracketed IPv6 host), so a URL make_url would refuse is refused at the host's start.
 _URL_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
-
-
-def database_backend(url: str) -> str | None:
-    """The backend a SQLAlchemy URL names (`postgresql` for `postgresql+psycopg://…`), or None
-    when it is no SQLAlchemy URL."""
-    found = _URL_NAME.match(url)
-    return found.group(1).split("+")[0] if found else None
-
-
-def _url_problem(url: str) -> str | None:
-    if database_backend(url) not in {"sqlite", "postgresql", "mssql"}:
-        return (
-            "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
-            f"Fix: {fix_for('Database__Url')}."
-        )
-    port = _URL_PORT.match(url)
-    if port is not None and port.group(1) and not port.group(1).isdigit():
-        # The URL itself is never echoed: it may hold a password.
-        return f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
-    return None
 
 
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
-    if url is not None and (problem := _url_problem(url)) is not None:
-        problems.append(problem)
-    problems += _wait_problems(s)
-    if s.Auth.SigningKey and s.Auth.JwksUrl:
-        problems.append(
-            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
-            f"Fix: {fix_for('Auth__SigningKey')}."
-        )
-    return problems
-
-
-def _wait_problems(s: Settings) -> list[str]:
-    """A lock wait must run out before the statement waiting on it does: otherwise the statement
-    timeout answers first, and a lock held by a dead session reads as a stalled database."""
+    if url is not None:
+        found, port = _URL_NAME.match(url), _URL_PORT.match(url)
+        if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
+            problems.append(
+                "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
+                f"Fix: {fix_for('Database__Url')}."
+            )
+        elif port is not None and port.group(1) and not port.group(1).isdigit():
+            # The URL itself is never echoed: it may hold a password.
+            problems.append(
+                f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
+            )
+    # A lock wait must run out before its statement's does, or a lock held by a dead session
+    # reads as a stalled database.
     statement = s.Database.StatementTimeoutSeconds
-    problems: list[str] = []
     for key, seconds in (
         ("Database__LockTimeoutSeconds", s.Database.LockTimeoutSeconds),
         ("DailyLimit__LockTimeoutSeconds", s.DailyLimit.LockTimeoutSeconds),
@@ -490,18 +416,18 @@ def _wait_problems(s: Settings) -> list[str]:
                 f"({statement}s). Fix: lower {key}, or raise Database__StatementTimeoutSeconds "
                 f"above {seconds}."
             )
+    if s.Auth.SigningKey and s.Auth.JwksUrl:
+        problems.append(
+            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
+            f"Fix: {fix_for('Auth__SigningKey')}."
+        )
     return problems
 
 
-# --- per-host checks (ADR-0048 D6, ADR-0051 D3): each host asks only about itself -------------
-
-
 def check_host(settings: Settings, host: Host) -> list[str]:
-    """The problems this host must refuse to start with; empty when it may start.
-
-    `function` and `api` ask about delivery only when `Notices__Runner` names them; `verb` always
-    delivers, so it always asks; `cli` (every other command) asks nothing beyond the ranges.
-    """
+    """The problems this host must refuse to start with (ADR-0048 D6, ADR-0051 D3): `function`
+    and `api` ask about delivery only when `Notices__Runner` names them, `verb` always, `cli`
+    nothing beyond the ranges."""
     n = settings.Notices
     problems: list[str] = []
     if host == "function" and not settings.Database.Url:
@@ -512,11 +438,13 @@ def check_host(settings: Settings, host: Host) -> list[str]:
         # The default is checked by the tests; croniter costs a cold start's indexing ~7 ms.
         problems += _schedule_problems(n.Schedule)
     if host in ("function", "api") and not settings.Audit.ChainKey:
-        # Every host that writes audit rows (PIN enrolment and change, transfers)
-        # needs the chain's key; refusing at start beats a 503 on a customer's first PIN.
+        # Refusing at start beats a 503 on a customer's first PIN.
         problems.append(missing("Audit__ChainKey", "this host writes audit rows"))
     if is_named(settings, host) or host == "verb":
-        problems += _target_problems(settings)
+        target = pickup_target_problem(settings)
+        if target is None and n.PickupDirectory:
+            target = pickup_directory_problem(Path(n.PickupDirectory))
+        problems += [target] if target else []
         if not n.Contact:
             problems.append(CONTACT_MISSING)
     if host == "api" and is_named(settings, host) and n.LeaseSeconds < 2 * n.PeriodSeconds:
@@ -529,7 +457,6 @@ def check_host(settings: Settings, host: Host) -> list[str]:
 
 
 def require_host(settings: Settings, host: Host) -> None:
-    """Raise SettingsError when this host must not start."""
     problems = check_host(settings, host)
     if problems:
         raise SettingsError(problems)
@@ -539,31 +466,22 @@ def _schedule_problems(schedule: str) -> list[str]:
     from croniter import croniter
 
     fields = schedule.split()
-    if len(fields) != 6:
-        return [
-            f"Notices__Schedule: {schedule!r} has {len(fields)} fields, NCRONTAB needs six "
-            f"(seconds first). Fix: {fix_for('Notices__Schedule')}."
-        ]
-    try:
-        # Without second_at_beginning croniter reads the six fields minutes first.
-        cron = croniter(schedule, second_at_beginning=True)
-    except ValueError:
-        return [
-            f"Notices__Schedule: {schedule!r} does not parse. Fix: {fix_for('Notices__Schedule')}."
-        ]
-    try:
-        # A schedule that parses yet never fires (`0 0 0 31 2 *`) would leave notices owed.
-        cron.get_next(float)
-    except ValueError:
-        return [
-            f"Notices__Schedule: {schedule!r} never fires. Fix: {fix_for('Notices__Schedule')}."
-        ]
-    return []
+    # Each step names what is wrong should the next one fail.
+    why = f"has {len(fields)} fields, NCRONTAB needs six (seconds first)"
+    with contextlib.suppress(ValueError):
+        if len(fields) == 6:
+            why = "does not parse"
+            # Without second_at_beginning croniter reads the six fields minutes first.
+            cron = croniter(schedule, second_at_beginning=True)
+            # A schedule that parses yet never fires (`0 0 0 31 2 *`) would leave notices owed.
+            why = "never fires"
+            cron.get_next(float)
+            return []
+    return [f"Notices__Schedule: {schedule!r} {why}. Fix: {fix_for('Notices__Schedule')}."]
 
 
 def pickup_target_problem(settings: Settings) -> str | None:
-    """Why `Notices` names no one pickup target (exactly one of the directory and the container,
-    the container with its storage), or None; the file system is not asked."""
+    """Why `Notices` names no one pickup target, or None; the file system is not asked."""
     n = settings.Notices
     if bool(n.PickupDirectory) == bool(n.PickupContainer):
         which = "both are set" if n.PickupDirectory else "neither is set"
@@ -574,19 +492,16 @@ def pickup_target_problem(settings: Settings) -> str | None:
         )
     storage = settings.NoticesStorage
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
-        return NO_STORAGE_NAMED
+        return (
+            "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
+            "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
+            "account's blob URI (identity)."
+        )
     return None
 
 
 def notice_contact(settings: Settings) -> str:
-    """Notices__Contact, which every notice names; SettingsError while it is unset."""
+    """SettingsError while Notices__Contact, which every notice names, is unset."""
     if not settings.Notices.Contact:
         raise SettingsError([CONTACT_MISSING])
     return settings.Notices.Contact
-
-
-def _target_problems(settings: Settings) -> list[str]:
-    problem = pickup_target_problem(settings)
-    if problem is None and settings.Notices.PickupDirectory:
-        problem = pickup_directory_problem(Path(settings.Notices.PickupDirectory))
-    return [problem] if problem else []

@@ -1,11 +1,7 @@
-"""The telemetry port (issue: "an operator sees the relay and the money path from Azure Monitor"):
-what shared code reports, with no SDK in sight.
-
-`shared` only ever holds a `Telemetry`; `NO_TELEMETRY` is the default and does nothing. The edge
-(api_funcs/telemetry.py) implements it with OpenTelemetry, and only when
-APPLICATIONINSIGHTS_CONNECTION_STRING is set, so a host without it imports neither the SDK nor
-the Azure Monitor distro. Nothing reported here carries an address, PIN, token, tag or user id:
-outcomes are counted by kind (ADR-0048 D4, ADR-0017).
+"""The telemetry port: what shared code reports, with no SDK in sight. The edge
+(api_funcs/telemetry.py) implements it with OpenTelemetry only when
+APPLICATIONINSIGHTS_CONNECTION_STRING is set. Nothing reported carries an address, PIN, token,
+tag or user id: outcomes are counted by kind (ADR-0048 D4, ADR-0017).
 """
 
 from __future__ import annotations
@@ -20,32 +16,24 @@ if TYPE_CHECKING:
 
 
 class Telemetry(Protocol):
+    """What shared code reports; each body is every host's default, `NO_TELEMETRY`: nothing."""
+
     def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
         """Run one NoticeSweep (`run`) as one trace, and count what it delivered, refused and
         failed; `runner_kind` is `api` or `function`, never the runner's full name."""
-        ...
-
-    def refused(self, operation: str, error: DomainError) -> None:
-        """An HTTP operation (its Function name) answered a domain refusal or fault."""
-        ...
-
-    def watch_backlog(self, read: Callable[[], OwedBacklog]) -> None:
-        """Report the owed backlog `read` returns (the composition root wires it to the host's
-        engine); read when the exporter collects, never per request."""
-        ...
-
-
-class NoTelemetry:
-    """Reports nothing: every host's default."""
-
-    def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
         return run()
 
     def refused(self, operation: str, error: DomainError) -> None:
+        """An HTTP operation (its Function name) answered a domain refusal or fault."""
         return None
 
     def watch_backlog(self, read: Callable[[], OwedBacklog]) -> None:
+        """Report the owed backlog `read` returns when the exporter collects, never per request."""
         return None
+
+
+class NoTelemetry(Telemetry):
+    """Reports nothing."""
 
 
 NO_TELEMETRY: Telemetry = NoTelemetry()

@@ -22,8 +22,7 @@ class AccountSummary:
 
 
 def list_accounts(session: Session, user_id: str) -> list[AccountSummary]:
-    """Every account the user owns, closed ones included (`closed` is `IsDeleted`), oldest
-    first."""
+    """Every account the user owns, oldest first, closed ones included (`IsDeleted`)."""
     rows = session.execute(
         # In AccountSummary's field order.
         select(Account.Id, Account.Name, Account.Balance, Account.Currency, Account.IsDeleted)

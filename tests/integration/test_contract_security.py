@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.identity.tokens import issue_token
 from tests.support import CHAIN_KEY, SIGNING_KEY, api_client, host_settings, make_user
+from tests.support.clock import FakeClock
 
 SECRET_PARAMETER = "alice.secret@example.test"
 

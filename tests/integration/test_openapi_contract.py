@@ -22,13 +22,13 @@ from schemathesis.openapi.checks import IgnoredAuth
 from sqlalchemy import select, update
 
 from api_funcs.deps import current_user_id
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import hash_secret
 from tests.money_support import PIN, WRONG_PIN
 from tests.support import FAST_HASH, api_client, bearer, host_settings, make_user
+from tests.support.clock import FakeClock
 from tests.support.hosts import make_app
 
 # docs/http.md's table (and ADR-0050's rung table): operation → {status: codes it must declare}.

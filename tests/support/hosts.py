@@ -7,6 +7,7 @@ import base64
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,16 @@ SIGNING_KEY = "test-signing-key-" + "x" * 32
 CHAIN_KEY = base64.b64encode(b"k" * 32).decode()
 # The Notices__Contact every test host uses (ADR-0048 D6: mandatory content of a notice).
 CONTACT = "AzureBank support, +1 555 0100"
+
+
+def setting_keys() -> list[str]:
+    """Every app-settings key as an operator spells it, `Section__Key`."""
+    settings = Settings()
+    return [
+        f"{section.name}__{key.name}"
+        for section in fields(settings)
+        for key in fields(getattr(settings, section.name))
+    ]
 
 
 def host_environ(db_url: str, **overrides: str) -> dict[str, str]:

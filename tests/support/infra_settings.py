@@ -23,8 +23,9 @@ from typing import Any
 from pycep import BicepParser
 from sqlalchemy.engine import make_url
 
-from shared.settings import SettingsError, check_host, load_settings, setting_keys
+from shared.settings import SettingsError, check_host, load_settings
 from tests.support.checkout import REPO
+from tests.support.hosts import setting_keys
 
 APP_BICEP = REPO / "infra" / "app.bicep"
 SETTINGS_DOC = REPO / "docs" / "settings.md"

@@ -20,9 +20,9 @@ from api_funcs.schemas.transactions import (
     Receipt,
     TransferResponse,
 )
-from shared.clock import FakeClock
 from shared.money.idempotency import IdempotencyClaim, request_hash
 from shared.settings import Settings, load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_environ
 from tests.support.tokens import bearer
 from tests.support.users import PIN, User, enrol_pin, make_user

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from shared.bootstrap import bootstrap
-from shared.clock import Clock, FakeClock
+from shared.clock import Clock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
@@ -19,6 +19,7 @@ from shared.notices.claim import NoticeClaim
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import NoticeTransport
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.users import add_user
 

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import httpx
 
-from shared.settings import setting_keys
 from tests.support.checkout import REPO
 from tests.support.connections import unused_port
-from tests.support.hosts import CHAIN_KEY
+from tests.support.hosts import CHAIN_KEY, setting_keys
 from tests.support.leak_watch import assert_no_secret_shapes
 
 CLI = (sys.executable, "-m", "azurebank_cli")

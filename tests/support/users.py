@@ -11,12 +11,13 @@ from decimal import Decimal
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from shared.clock import Clock, FakeClock
+from shared.clock import Clock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.identity import users
 from shared.identity.passwords import hash_secret
+from tests.support.clock import FakeClock
 
 # PBKDF2 at the production 100,000 iterations costs ~0.1 s a hash; tests that make many users
 # use one iteration. Verification reads the count from the hash, so both verify the same way.

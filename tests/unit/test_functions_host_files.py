@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from api_funcs.functions import OPERATIONS
-from shared.settings import check_host, load_settings, setting_keys
+from shared.settings import check_host, load_settings
 from tests.support.checkout import REPO
+from tests.support.hosts import setting_keys
 
 
 def _json(name: str) -> Any:

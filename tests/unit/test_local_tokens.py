@@ -7,9 +7,9 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from shared.clock import FakeClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import SIGNING_KEY
 
 REFUSAL = (

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.settings import NoticeRunner, SettingsError, load_settings, setting_keys
+from shared.settings import NoticeRunner, SettingsError, load_settings
+from tests.support.hosts import setting_keys
 
 # (environment, the operator's key the message must name)
 BAD_SETTINGS: list[tuple[dict[str, str], str]] = [

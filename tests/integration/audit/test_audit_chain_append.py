@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session
 from shared.audit import tail_sql
 from shared.audit.chain import GENESIS_HASH, AuditChain, ChainTail
 from shared.audit.verify import walk_chain
-from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.db.uow import unit_of_work
 from tests.support.audit import run_audit_verify
+from tests.support.clock import FakeClock
 
 KEY = b"k" * 32  # tests.support's Audit__ChainKey, decoded
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"

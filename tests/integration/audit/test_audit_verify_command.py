@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import delete, select, update
 
 from shared.audit.chain import AuditChain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent
 from shared.db.uow import unit_of_work
 from tests.support.audit import run_audit_verify
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 
 KEY = base64.b64decode(CHAIN_KEY)

@@ -15,10 +15,10 @@ from sqlalchemy import Engine, delete, insert, text, update
 from shared.audit import verify
 from shared.audit.chain import AuditChain, render_details
 from shared.audit.verify import ChainReport, walk_chain
-from shared.clock import FakeClock
 from shared.db.schema import AuditChainTail, AuditEvent
 from shared.db.uow import unit_of_work
 from shared.settings import SettingsError, load_settings
+from tests.support.clock import FakeClock
 
 KEY = b"k" * 32
 RUN = 10

@@ -16,10 +16,10 @@ from sqlalchemy.exc import ProgrammingError
 
 from azurebank_cli import exits
 from azurebank_cli.main import main
-from shared.clock import FakeClock
 from shared.db.engine import dispose_engines
 from shared.db.grant_sql import table_privileges
 from tests.conftest import POSTGRES_ADMIN_URL
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.money import open_bank, unique_key
 from tests.support.users import PASSWORD, PIN, make_user

@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from shared.clock import FakeClock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.identity.users import UserExists, add_user
@@ -24,6 +23,7 @@ from shared.money.idempotency import (
 )
 from shared.money.payees import resolve_payee
 from shared.notices.claim import NoticeClaim
+from tests.support.clock import FakeClock
 from tests.support.money import TRANSFER, open_bank, unique_key
 from tests.support.tokens import bearer
 from tests.support.users import FAST_HASH, make_user

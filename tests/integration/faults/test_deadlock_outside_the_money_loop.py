@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from shared.clock import FakeClock
 from shared.db.engine import build_engine, get_engine
 from shared.db.schema import AspNetUser, AuditChainTail
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_settings
 from tests.support.users import make_user
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, update
 
-from shared.clock import FakeClock
 from shared.db.engine import EngineOptions, build_engine, get_engine
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work
 from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.fault_proxy import FaultProxy, Mode
 from tests.support.notices import START, make_sweep, notice_row, owed_notices
 

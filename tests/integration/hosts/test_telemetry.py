@@ -24,7 +24,6 @@ from opentelemetry.trace import SpanKind
 from api_funcs.telemetry import CONNECTION_STRING, host_telemetry
 from api_funcs.telemetry_recorder import OpenTelemetryRecorder
 from shared.bootstrap import Host
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.money.refusals import ConcurrencyConflict
@@ -32,6 +31,7 @@ from shared.notices.status import owed_backlog_reader
 from shared.settings import load_settings
 from shared.telemetry import NO_TELEMETRY
 from tests.support.checkout import run_python
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY, CONTACT, host_environ, make_app
 from tests.support.money import Bank, unique_key
 from tests.support.notices import START, add_notice

@@ -19,11 +19,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.clock import FakeClock
 from shared.db.engine import build_engine, get_engine
 from shared.db.uow import unit_of_work
 from shared.errors import DatabaseUnavailable
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.connections import unused_port
 from tests.support.hosts import host_environ, make_app
 from tests.support.money import DEPOSIT, MINT, open_bank, unique_key

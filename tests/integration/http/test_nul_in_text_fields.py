@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_settings
 from tests.support.money import MINT, TRANSFER, unique_key
 from tests.support.tokens import bearer

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 
-from shared.clock import FakeClock
+from tests.support.clock import FakeClock
 from tests.support.hosts import host_settings, make_app
 from tests.support.leak_watch import LeakWatch
 

@@ -7,10 +7,10 @@ from decimal import Decimal
 
 from sqlalchemy import update
 
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account
 from shared.db.uow import unit_of_work
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_settings
 from tests.support.tokens import bearer
 from tests.support.users import make_user

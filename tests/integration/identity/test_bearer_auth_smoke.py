@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from api_funcs.deps import CurrentUser
-from shared.clock import FakeClock
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_settings
 from tests.support.tokens import bearer
 from tests.support.users import make_user

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from shared.bootstrap import bootstrap
-from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
+from tests.support.clock import FakeClock
 from tests.support.hosts import SIGNING_KEY, api_client, host_settings
 from tests.support.users import make_user
 

@@ -19,8 +19,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from shared.clock import FakeClock
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER
+from tests.support.clock import FakeClock
 from tests.support.hosts import SIGNING_KEY, api_client, host_environ
 from tests.support.jwks import jwks_server
 from tests.support.leak_watch import LeakWatch

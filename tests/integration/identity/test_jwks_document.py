@@ -17,10 +17,10 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
 from shared.identity.tokens import InvalidToken, TokenVerifier
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import host_environ
 from tests.support.jwks import JwksServer, jwks_server, public_jwk
 

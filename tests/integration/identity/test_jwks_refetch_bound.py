@@ -15,10 +15,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from shared.bootstrap import bootstrap
-from shared.clock import FakeClock
 from shared.identity.jwks import JwksKeys
 from shared.identity.tokens import LOCAL_AUDIENCE, LOCAL_ISSUER, InvalidToken, TokenVerifier
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_environ
 from tests.support.jwks import JwksServer, jwks_server
 from tests.support.users import make_user

@@ -15,12 +15,12 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import select
 
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account, AspNetUser
 from shared.db.uow import unit_of_work
 from shared.identity import users
 from shared.identity.passwords import verify_secret
+from tests.support.clock import FakeClock
 
 NOW = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
 

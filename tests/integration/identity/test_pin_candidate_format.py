@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.identity.passwords import hash_secret, verify_secret
 from shared.identity.pins import InvalidPin, verify_pin
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.ids import readable
 from tests.support.money import open_bank
 from tests.support.users import FAST_HASH, PIN, pin_failures

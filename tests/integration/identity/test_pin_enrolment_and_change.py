@@ -18,12 +18,12 @@ from sqlalchemy.orm import Session
 
 from shared.audit.chain import AuditChain
 from shared.audit.verify import walk_chain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser, AuditChainTail, AuditEvent, SubscriberNotice
 from shared.db.uow import unit_of_work
 from shared.identity.passwords import verify_secret
 from shared.identity.tokens import issue_token
+from tests.support.clock import FakeClock
 from tests.support.hosts import api_client, host_environ, host_settings
 from tests.support.leak_watch import LeakWatch
 from tests.support.tokens import bearer

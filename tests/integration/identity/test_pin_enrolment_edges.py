@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import text, update
 
 from shared.audit.chain import AuditChain
-from shared.clock import FakeClock
 from shared.db.engine import dispose_engines, get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
@@ -23,6 +22,7 @@ from shared.identity.pin_service import PinChanges
 from shared.identity.pins import InvalidPin, verify_pin
 from shared.identity.refusals import PinAlreadyEnrolled
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.users import PASSWORD, make_user
 
 PIN = "482193"

@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import event, update
 
 from shared.audit.chain import AuditChain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
@@ -22,6 +21,7 @@ from shared.identity.pin_service import PinChanges
 from shared.identity.pins import InvalidPin, PinLocked, verify_pin
 from shared.identity.refusals import PinLockedOut
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.users import enrol_pin, make_user
 
 PIN = "482193"

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine, update
 
-from shared.clock import Clock, FakeClock
+from shared.clock import Clock
 from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
@@ -28,6 +28,7 @@ from shared.identity.pins import (
     verify_pin,
 )
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.leak_watch import LeakWatch
 from tests.support.users import enrol_pin, make_user
 

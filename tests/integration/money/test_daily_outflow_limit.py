@@ -11,13 +11,13 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import text, update
 
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
 from shared.db.uow import unit_of_work
 from shared.money.accounts import post_entry
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
 from shared.money.refusals import DailyLimitExceeded
+from tests.support.clock import FakeClock
 from tests.support.users import make_user
 
 DAY = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)

@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import func, select
 
 from shared.audit.chain import AuditChain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import AuditEvent, Transaction
 from shared.db.uow import unit_of_work
@@ -27,6 +26,7 @@ from shared.money.rails import (
     AccountRails,
 )
 from shared.money.refusals import InsufficientFunds
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed
 from tests.support.users import make_user

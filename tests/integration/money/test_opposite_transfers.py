@@ -43,7 +43,6 @@ from shared.audit.chain import (
     render_details,
     uuid7,
 )
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.faults import translate_driver_error
 from shared.db.schema import Account, AuditEvent
@@ -56,6 +55,7 @@ from shared.money.rails import AccountRails
 from shared.money.transfer_write_sql import write_transfer
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed
 from tests.support.users import PIN, User, enrol_pin, make_user

@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import Engine
 
 from shared.audit.chain import AuditChain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account, AspNetUser, TransferAuthorization
 from shared.db.uow import unit_of_work
@@ -26,6 +25,7 @@ from shared.money.refusals import AuthorizationExpired
 from shared.money.transfer_write_sql import write_transfer
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import PinSettings
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed
 from tests.support.users import PIN, enrol_pin, make_user

@@ -21,7 +21,6 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from shared.bootstrap import bootstrap
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import Account, AspNetUser
 from shared.db.uow import unit_of_work, writing_unit_of_work
@@ -31,6 +30,7 @@ from shared.money.daily_limit import DailyOutflowLimit
 from shared.money.mint import MintRequest, TransferMint
 from shared.money.transfers import TransferOrder, TransferService
 from shared.settings import load_settings
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed, open_bank, unique_key
 from tests.support.no_lock import NoDailyLimitLock

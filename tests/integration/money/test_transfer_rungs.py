@@ -14,7 +14,6 @@ from sqlalchemy import select, update
 
 from shared.audit.chain import AuditChain
 from shared.audit.verify import walk_chain
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.db.schema import (
     Account,
@@ -26,6 +25,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import unit_of_work
+from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import Bank, open_bank
 from tests.support.users import WRONG_PIN, User, pin_failures

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.clock import FakeClock
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.notices import START, owed_notices
 

@@ -13,13 +13,13 @@ from azure.storage.blob import BlobServiceClient, ContainerClient
 from sqlalchemy import Engine
 
 from shared.bootstrap import notice_transport
-from shared.clock import FakeClock
 from shared.notices.transports import (
     BlobContainerTransport,
     NoticeRefused,
 )
 from shared.settings import load_settings
 from tests.conftest import AZURITE_ACCOUNT_KEY, AZURITE_BLOB_ENDPOINT
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.notices import make_sweep, notice_row, owed_notices
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select, text
 
-from shared.clock import FakeClock
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.transports import PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import (
     START,
     FailingTransport,

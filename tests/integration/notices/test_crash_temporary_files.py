@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from shared.clock import FakeClock
 from shared.notices.transports import (
     BlobContainerTransport,
     LeavesTemporaryFiles,
@@ -29,6 +28,7 @@ from shared.notices.transports import (
     is_temporary_file_name,
 )
 from tests.support.checkout import REPO
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.notices import make_sweep, notice_row, owed_notices
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, delete, update
 
-from shared.clock import FakeClock
 from shared.db.schema import AuditEvent, NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
 from shared.notices.delivery import DeliveryOutcome, EvidenceFinding, EvidenceQuestion
 from shared.notices.transports import PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import add_audit_event, add_notice, make_sweep
 from tests.support.users import add_user
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from shared.clock import FakeClock
 from shared.notices.transports import PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import make_sweep, notice_row, owed_count, owed_notices
 
 COLUMN = 400

@@ -14,7 +14,6 @@ from sqlalchemy import Engine
 
 from azurebank_cli import exits
 from azurebank_cli.main import main
-from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
@@ -23,6 +22,7 @@ from shared.notices.status import OwedBacklog, owed_backlog_reader, read_owed_st
 from shared.notices.sweep import NoticeSweepSummary
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.checkout import run_python
+from tests.support.clock import FakeClock
 from tests.support.hosts import CONTACT
 from tests.support.notices import (
     START,
@@ -193,8 +193,8 @@ def test_notify_delivers_the_rows_behind_a_refused_one_exits_6_and_moving_the_fi
 def test_a_relay_holds_retries_and_is_refused_every_lease_never_overwriting(
     engine: Engine, pickup: Path
 ) -> None:
-    from shared.clock import FakeClock
     from shared.notices.transports import PickupDirectoryTransport
+    from tests.support.clock import FakeClock
 
     (owed,) = owed_notices(engine, 1)
     existing = pickup / f"{owed.id}.eml"

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from shared.bootstrap import bootstrap, notice_transport
-from shared.clock import FakeClock
 from shared.notices.transports import (
     BlobContainerTransport,
     NoticeRefused,
     PickupDirectoryTransport,
 )
 from shared.settings import SettingsError, load_settings
+from tests.support.clock import FakeClock
 
 
 def test_a_notice_file_appears_whole_under_its_id_readable_by_its_owner_only(pickup: Path) -> None:

@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import text
 
 from shared.bootstrap import Host
-from shared.clock import FakeClock
 from shared.db.engine import get_engine
 from shared.notices.hosted import HostedRelay
 from shared.settings import Settings, load_settings
 from tests.support.checkout import REPO
+from tests.support.clock import FakeClock
 from tests.support.hosts import relay_environ
 from tests.support.notices import just_now, notice_row, owed_notices
 

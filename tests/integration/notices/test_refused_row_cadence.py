@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from shared.clock import FakeClock
 from shared.notices.transports import PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import CountingTransport, make_sweep, notice_row, owed_notices
 
 pytestmark = pytest.mark.adr("0048", "D3")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from shared.clock import FakeClock
 from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
 from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import RacingTransport, SlowTransport, add_notice, make_sweep
 from tests.support.users import FRESH, add_user
 

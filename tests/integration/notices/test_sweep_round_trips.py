@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from shared.clock import FakeClock
 from shared.notices.sweep import NoticeSweep
 from shared.notices.transports import PickupDirectoryTransport
+from tests.support.clock import FakeClock
 from tests.support.notices import FailingTransport, make_sweep, notice_row, owed_notices
 
 pytestmark = pytest.mark.adr("0048", "D2")
