@@ -3,14 +3,13 @@ one named HTTP Function per operation (api_funcs.functions), and its API page.""
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -45,6 +44,22 @@ class AppContext:
         return self.compose()
 
 
+def _router(feature: str) -> APIRouter:
+    # Imported when an app that routes the feature is built; as import statements, not by name,
+    # so the package's import graph shows every route module it ships.
+    if feature == "health":
+        from api_funcs.routes.health import router
+    elif feature == "accounts":
+        from api_funcs.routes.accounts import router
+    elif feature == "pin":
+        from api_funcs.routes.pin import router
+    elif feature == "transactions":
+        from api_funcs.routes.transactions import router
+    else:
+        raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
+    return router
+
+
 def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
     """The app over `context`, routing `features`: all under uvicorn, and under the Functions
     host the one whose Function was called, which is all its requests can reach."""
@@ -73,9 +88,7 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     install_problem_handlers(app)
     for feature in features:
         # Each feature's module is imported when an app that routes it is built.
-        if feature not in FEATURES:
-            raise ValueError(f"no feature {feature!r} (api_funcs/routes)")
-        app.include_router(importlib.import_module(f"api_funcs.routes.{feature}").router)
+        app.include_router(_router(feature))
     _declare_only_real_refusals(app)
     if docs:
         install_docs_page(app)
