@@ -51,10 +51,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("AzureTag", name=op.f("UQ_AspNetUsers_AzureTag")),
         sa.UniqueConstraint("NormalizedUserName", name=op.f("UQ_AspNetUsers_NormalizedUserName")),
     )
-    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("IX_AspNetUsers_NormalizedEmail"), ["NormalizedEmail"], unique=False
-        )
+    op.create_index(op.f("IX_AspNetUsers_NormalizedEmail"), "AspNetUsers", ["NormalizedEmail"])
 
     op.create_table(
         "AuditChainTail",
@@ -87,10 +84,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditEvents")),
         sa.UniqueConstraint("Sequence", name=op.f("UQ_AuditEvents_Sequence")),
     )
-    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
-        batch_op.create_index(
-            "IX_AuditEvents_ActorUserId_Event", ["ActorUserId", "Event"], unique=False
-        )
+    op.create_index("IX_AuditEvents_ActorUserId_Event", "AuditEvents", ["ActorUserId", "Event"])
 
     op.create_table(
         "IdempotencyRecords",
@@ -124,8 +118,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Accounts")),
     )
-    with op.batch_alter_table("Accounts", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("IX_Accounts_UserId"), ["UserId"], unique=False)
+    op.create_index(op.f("IX_Accounts_UserId"), "Accounts", ["UserId"])
 
     op.create_table(
         "SubscriberNotices",
@@ -155,18 +148,17 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_SubscriberNotices")),
     )
-    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
-        batch_op.create_index("IX_SubscriberNotices_AuditEventId", ["AuditEventId"], unique=False)
-        batch_op.create_index("IX_SubscriberNotices_LeasedBy", ["LeasedBy"], unique=False)
-        batch_op.create_index(
-            "IX_SubscriberNotices_Owed_CreatedAt",
-            ["CreatedAt"],
-            unique=False,
-            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
-            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
-            mssql_where=sa.text("[DeliveredAt] IS NULL"),
-        )
-        batch_op.create_index(batch_op.f("IX_SubscriberNotices_UserId"), ["UserId"], unique=False)
+    op.create_index("IX_SubscriberNotices_AuditEventId", "SubscriberNotices", ["AuditEventId"])
+    op.create_index("IX_SubscriberNotices_LeasedBy", "SubscriberNotices", ["LeasedBy"])
+    op.create_index(
+        "IX_SubscriberNotices_Owed_CreatedAt",
+        "SubscriberNotices",
+        ["CreatedAt"],
+        postgresql_where=sa.text('"DeliveredAt" IS NULL'),
+        sqlite_where=sa.text('"DeliveredAt" IS NULL'),
+        mssql_where=sa.text("[DeliveredAt] IS NULL"),
+    )
+    op.create_index(op.f("IX_SubscriberNotices_UserId"), "SubscriberNotices", ["UserId"])
 
     op.create_table(
         "Transactions",
@@ -183,12 +175,11 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Transactions")),
     )
-    with op.batch_alter_table("Transactions", schema=None) as batch_op:
-        batch_op.create_index(
-            "IX_Transactions_AccountId_Type_CreatedAt",
-            ["AccountId", "Type", "CreatedAt"],
-            unique=False,
-        )
+    op.create_index(
+        "IX_Transactions_AccountId_Type_CreatedAt",
+        "Transactions",
+        ["AccountId", "Type", "CreatedAt"],
+    )
 
     op.create_table(
         "TransferAuthorizations",
@@ -214,44 +205,24 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_TransferAuthorizations")),
     )
-    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("IX_TransferAuthorizations_UserId"), ["UserId"], unique=False
-        )
+    op.create_index(op.f("IX_TransferAuthorizations_UserId"), "TransferAuthorizations", ["UserId"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_TransferAuthorizations_UserId"))
-
+    op.drop_index(op.f("IX_TransferAuthorizations_UserId"), table_name="TransferAuthorizations")
     op.drop_table("TransferAuthorizations")
-    with op.batch_alter_table("Transactions", schema=None) as batch_op:
-        batch_op.drop_index("IX_Transactions_AccountId_Type_CreatedAt")
-
+    op.drop_index("IX_Transactions_AccountId_Type_CreatedAt", table_name="Transactions")
     op.drop_table("Transactions")
-    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_SubscriberNotices_UserId"))
-        batch_op.drop_index(
-            "IX_SubscriberNotices_Owed_CreatedAt",
-            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
-            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
-            mssql_where=sa.text("[DeliveredAt] IS NULL"),
-        )
-        batch_op.drop_index("IX_SubscriberNotices_LeasedBy")
-        batch_op.drop_index("IX_SubscriberNotices_AuditEventId")
-
+    op.drop_index(op.f("IX_SubscriberNotices_UserId"), table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_Owed_CreatedAt", table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_LeasedBy", table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_AuditEventId", table_name="SubscriberNotices")
     op.drop_table("SubscriberNotices")
-    with op.batch_alter_table("Accounts", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_Accounts_UserId"))
-
+    op.drop_index(op.f("IX_Accounts_UserId"), table_name="Accounts")
     op.drop_table("Accounts")
     op.drop_table("IdempotencyRecords")
-    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
-        batch_op.drop_index("IX_AuditEvents_ActorUserId_Event")
-
+    op.drop_index("IX_AuditEvents_ActorUserId_Event", table_name="AuditEvents")
     op.drop_table("AuditEvents")
     op.drop_table("AuditChainTail")
-    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_AspNetUsers_NormalizedEmail"))
-
+    op.drop_index(op.f("IX_AspNetUsers_NormalizedEmail"), table_name="AspNetUsers")
     op.drop_table("AspNetUsers")
