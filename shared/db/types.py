@@ -11,6 +11,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
+_QUANTUM = Decimal("0.0001")
 
 
 def _mssql() -> Any:
@@ -36,22 +37,18 @@ class Money(TypeDecorator[Decimal]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        amount = Decimal(value).quantize(Decimal("0.0001"))
-        if dialect.name == "sqlite":
-            return int(amount * _SCALE)
-        return amount
+        amount = Decimal(value).quantize(_QUANTUM)
+        return int(amount * _SCALE) if dialect.name == "sqlite" else amount
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         if value is None:
             return None
-        if dialect.name == "sqlite":
-            return (Decimal(int(value)) / _SCALE).quantize(Decimal("0.0001"))
-        return Decimal(value).quantize(Decimal("0.0001"))
+        amount = Decimal(int(value)) / _SCALE if dialect.name == "sqlite" else Decimal(value)
+        return amount.quantize(_QUANTUM)
 
 
-def Str(length: int) -> Unicode:
-    """EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere."""
-    return Unicode(length)
+# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
+Str = Unicode
 
 
 # SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
@@ -59,46 +56,36 @@ def Str(length: int) -> Unicode:
 MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
-class ExactStr(TypeDecorator[str]):
-    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
-    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
-    pad under every SQL Server collation: shared/db/exact.py)."""
-
-    impl = Unicode
-    cache_ok = True
-
-    def __init__(self, length: int) -> None:
-        super().__init__(length)
-        self.length = length
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "mssql":
-            exact = _mssql().NVARCHAR(self.length, collation=MSSQL_EXACT_COLLATION)
-            return dialect.type_descriptor(exact)
-        return dialect.type_descriptor(Unicode(self.length))
-
-
 class _OnSqlServer(TypeDecorator[Any]):
-    """EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated
-    NTEXT, TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline
-    DDL)."""
+    """`generic`, and on SQL Server its own type `on_mssql(*args, **kwargs)`: there SQLAlchemy
+    would otherwise emit the deprecated NTEXT, TEXT and IMAGE when it cannot ask the server's
+    version (offline DDL), and know no collation."""
 
     impl: Any = Text  # replaced by each instance's generic type
     cache_ok = True
 
-    def __init__(self, generic: TypeEngine[Any], on_mssql: str, *args: int) -> None:
+    def __init__(self, generic: TypeEngine[Any], on_mssql: str, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         self.impl = self.generic = generic
-        self.on_mssql, self.args = on_mssql, args
+        self.on_mssql, self.args, self.kwargs = on_mssql, args, kwargs
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "mssql":
-            return dialect.type_descriptor(getattr(_mssql(), self.on_mssql)(*self.args))
+            on_mssql = getattr(_mssql(), self.on_mssql)(*self.args, **self.kwargs)
+            return dialect.type_descriptor(on_mssql)
         return dialect.type_descriptor(self.generic)
 
 
+# EF's `nvarchar(max)` and `varbinary(n)`.
 LongText = _OnSqlServer(Text(), "NVARCHAR")
 Hash32 = _OnSqlServer(LargeBinary(32), "VARBINARY", 32)
+
+
+def ExactStr(length: int) -> _OnSqlServer:
+    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
+    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
+    pad under every SQL Server collation: shared/db/exact.py)."""
+    return _OnSqlServer(Unicode(length), "NVARCHAR", length, collation=MSSQL_EXACT_COLLATION)
 
 
 class UtcDateTime(TypeDecorator[datetime]):
