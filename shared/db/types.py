@@ -1,4 +1,6 @@
-"""Column types that hold money exactly and time as UTC on every dialect (docs/database.md)."""
+"""Column types that hold money exactly and time as UTC on every dialect (docs/database.md), and
+what a string must be before SQL sees it (docs/money.md#request-bodies): no NUL, no lone
+surrogate, no longer than its column counted in UTF-16 code units, as nvarchar(n) counts."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, LargeBinary, Numeric, Text, Unicode
 from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
@@ -114,3 +117,26 @@ class UtcDateTime(TypeDecorator[datetime]):
             return None
         instant: datetime = value.replace(tzinfo=UTC)
         return instant
+
+
+def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str | None]) -> int:
+    """The declared length of a string column (`Str(n)` in shared.db.schema)."""
+    length = getattr(column.type, "length", None)
+    if not isinstance(length, int):
+        raise TypeError(f"{column} has no declared length")
+    return length
+
+
+def unstorable_reason(value: str, max_length: int) -> str | None:
+    """Why `value` cannot be stored in or compared with a column of `max_length` (refused, it is
+    the caller's 400 naming its field, never a driver's 500); None when it can. The reason
+    names a rule, never the value."""
+    if "\x00" in value:
+        return "must not contain NUL"
+    try:
+        units = len(value.encode("utf-16-le")) // 2
+    except UnicodeEncodeError:
+        return "must be valid Unicode text (no lone surrogates)"
+    if units > max_length:
+        return f"at most {max_length} characters"
+    return None

@@ -6,12 +6,12 @@ and an audit write together is only as good as its one commit (docs/database.md#
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -114,13 +114,9 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
         connection.invalidate()
 
 
-@contextmanager
-def _session_on(connection: Connection) -> Iterator[Session]:
-    session = Session(bind=connection, expire_on_commit=False, autoflush=True)
-    try:
-        yield session
-    finally:
-        session.close()  # rolls back whatever was not committed
+def _session_on(connection: Connection) -> Session:
+    # Closing it (leaving its `with`) rolls back whatever was not committed.
+    return Session(bind=connection, expire_on_commit=False, autoflush=True)
 
 
 def writing_unit_of_work(
@@ -172,3 +168,11 @@ _WAITS: dict[DialectName, _DialectWaits] = {
     "postgresql": _DialectWaits(None, _postgresql_own_wait, None, _autocommit_read),
     "mssql": _DialectWaits(None, _mssql_own_wait, _restore_lock_waits, unit_of_work),
 }
+
+
+def rows_matched(
+    session: Session, statement: Update | Delete, params: Mapping[str, Any] | None = None
+) -> int:
+    """A conditional write (an UPDATE or DELETE whose WHERE is the guard: a concurrency token, a
+    state, a limit) run in the session's transaction: how many rows its WHERE matched."""
+    return int(cast(CursorResult[Any], session.execute(statement, params)).rowcount)

@@ -48,7 +48,7 @@ from shared.db.schema import (
     TransactionType,
     TransferAuthorization,
 )
-from shared.db.writes import rows_matched
+from shared.db.uow import rows_matched
 from shared.money.accounts import BalanceWrite, balance_update
 from shared.money.idempotency import SuccessRecord
 
