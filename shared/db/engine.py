@@ -1,5 +1,6 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL, and SQL Server's bounds on every wait as pyodbc and ODBC Driver 18 take them.
+and cached per URL; SQL Server's bounds on every wait as pyodbc and ODBC Driver 18 take them; and
+`for_dialect`, the one way to choose what differs by dialect (#sql-that-differs-by-dialect).
 
 Nothing here runs at import time: the Functions host unloads every function when importing
 `function_app.py` raises, so connecting belongs to the first request, not to the import.
@@ -13,16 +14,16 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from shared.db.dialects import DialectName, for_dialect
 from shared.db.faults import is_mssql_transient, translate_driver_error
 from shared.settings import DatabaseSettings, SettingsError, fix_for
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
 T = TypeVar("T")
+DialectName = Literal["postgresql", "mssql", "sqlite"]
 log = logging.getLogger("azurebank.db")
 
 # Builds the Entra credential of a SQL Server engine whose URL has no password.
@@ -45,6 +47,27 @@ _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # A refused SQL Server connect costs a request at most three login timeouts and three seconds.
 CONNECT_ATTEMPTS = 3
 CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
+
+
+def dialect_name(bind: Engine | Connection | Session | str) -> str:
+    """The dialect `bind` talks to (a name passes through)."""
+    if isinstance(bind, str):
+        return bind
+    if isinstance(bind, Session):
+        return bind.get_bind().dialect.name
+    return bind.dialect.name
+
+
+def for_dialect(
+    bind: Engine | Connection | Session | str, choices: Mapping[DialectName, T], *, what: str
+) -> T:
+    """`choices`' entry for `bind`'s dialect; a ValueError naming a dialect it lacks, never a
+    silent fallback."""
+    name = dialect_name(bind)
+    try:
+        return choices[name]  # type: ignore[index]
+    except KeyError:
+        raise ValueError(f"no {what} for dialect {name!r}") from None
 
 
 @dataclass(frozen=True)

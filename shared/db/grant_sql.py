@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import AuditChainTail, AuditEvent, Base
 
 READ_WRITE = ("SELECT", "INSERT", "UPDATE", "DELETE")

@@ -15,8 +15,7 @@ from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.db.dialects import DialectName, for_dialect
-from shared.db.engine import default_lock_wait, lock_timeout_statement
+from shared.db.engine import DialectName, default_lock_wait, for_dialect, lock_timeout_statement
 from shared.db.faults import connected
 from shared.errors import (
     CommitOutcomeUnknown,

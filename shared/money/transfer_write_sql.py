@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from shared.audit.chain import SealedAuditRow
 from shared.audit.tail_sql import TAIL_ID
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import (
     Account,
