@@ -60,9 +60,8 @@ MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
 class _OnSqlServer(TypeDecorator[Any]):
-    """`generic`, and on SQL Server its own type `on_mssql(*args, **kwargs)`: there SQLAlchemy
-    would otherwise emit the deprecated NTEXT, TEXT and IMAGE when it cannot ask the server's
-    version (offline DDL), and know no collation."""
+    """`generic`, and on SQL Server `on_mssql(*args, **kwargs)`: there SQLAlchemy would emit the
+    deprecated NTEXT, TEXT and IMAGE when it cannot ask the server's version (offline DDL)."""
 
     impl: Any = Text  # replaced by each instance's generic type
     cache_ok = True
@@ -91,19 +90,16 @@ def ExactStr(length: int) -> _OnSqlServer:
     return _OnSqlServer(Unicode(length), "NVARCHAR", length, collation=MSSQL_EXACT_COLLATION)
 
 
-class UtcDateTime(TypeDecorator[datetime]):
+class UtcDateTime(_OnSqlServer):
     """A UTC instant stored without a zone (EF's `datetime2`), handed back timezone-aware.
     A naive value is refused on the way in: it is always a bug here."""
 
-    impl = DateTime(timezone=False)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+    def __init__(self) -> None:
         # SQL Server's DATETIME rounds to 1/300 s; the audit chain hashes the instant it wrote,
         # so anything but DATETIME2 would make every RowHash fail on read-back.
-        if dialect.name == "mssql":
-            return dialect.type_descriptor(_mssql().DATETIME2(precision=7))
-        return dialect.type_descriptor(DateTime(timezone=False))
+        super().__init__(DateTime(timezone=False), "DATETIME2", precision=7)
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
