@@ -36,8 +36,7 @@ log = logging.getLogger("azurebank.db")
 
 # Builds the Entra credential of a SQL Server engine whose URL has no password.
 CredentialFactory = Callable[[], "TokenCredential"]
-
-# SQL_COPT_SS_ACCESS_TOKEN: the ODBC driver's pre-connect attribute for an Entra access token.
+# The ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
 _AZURE_SQL_SCOPE = "https://database.windows.net/.default"
 # ODBC Driver 18 refuses an access token beside any other way of signing in.
@@ -49,21 +48,14 @@ CONNECT_ATTEMPTS = 3
 CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
 
 
-def dialect_name(bind: Engine | Connection | Session | str) -> str:
-    """The dialect `bind` talks to (a name passes through)."""
-    if isinstance(bind, str):
-        return bind
-    if isinstance(bind, Session):
-        return bind.get_bind().dialect.name
-    return bind.dialect.name
-
-
 def for_dialect(
     bind: Engine | Connection | Session | str, choices: Mapping[DialectName, T], *, what: str
 ) -> T:
-    """`choices`' entry for `bind`'s dialect; a ValueError naming a dialect it lacks, never a
-    silent fallback."""
-    name = dialect_name(bind)
+    """`choices`' entry for `bind`'s dialect (a name passes through); a ValueError naming a
+    dialect it lacks, never a silent fallback."""
+    if isinstance(bind, Session):
+        bind = bind.get_bind()
+    name = bind if isinstance(bind, str) else bind.dialect.name
     try:
         return choices[name]  # type: ignore[index]
     except KeyError:
@@ -109,11 +101,9 @@ def get_engine(url: str, options: EngineOptions | None = None) -> Engine:
     """The engine for `url` and `options`, built on first use and cached for the process."""
     key = (url, options or EngineOptions())
     with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            engine = build_engine(url, options=key[1])
-            _engines[key] = engine
-        return engine
+        if key not in _engines:
+            _engines[key] = build_engine(url, options=key[1])
+        return _engines[key]
 
 
 def dispose_engines() -> None:
@@ -154,8 +144,7 @@ def build_engine(
 
 
 def default_lock_wait(engine: Engine) -> int:
-    """The seconds every lock wait of `engine`'s connections is bounded by, unless a unit of
-    work asks for another."""
+    """The seconds each lock wait on `engine` is bounded by unless a unit of work asks another."""
     return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
 
 
@@ -184,8 +173,7 @@ def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        mode = connection.info.pop("sqlite_begin", "BEGIN")
-        connection.exec_driver_sql(mode)
+        connection.exec_driver_sql(connection.info.pop("sqlite_begin", "BEGIN"))
 
     return engine
 
@@ -214,9 +202,7 @@ def _postgresql_engine(url: URL, options: EngineOptions) -> Engine:
     return engine
 
 
-def _mssql_engine(
-    url: URL, options: EngineOptions, credential_factory: CredentialFactory
-) -> Engine:
+def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFactory) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
     # ODBC Driver 18's keepalive: idle seconds before the first probe, seconds between probes.
@@ -230,7 +216,7 @@ def _mssql_engine(
     pyodbc.pooling = False
     engine = _server_engine(url, options, connect_args={"timeout": options.connect_timeout})
     if not url.password:
-        _use_entra_token(engine, credential_factory)
+        _use_entra_token(engine, credentials())
     # Retried inside the dialect's own connect, after every do_connect hook has set the
     # arguments (the Entra token among them).
     connect = engine.dialect.connect
@@ -291,10 +277,9 @@ def _default_credential() -> TokenCredential:
     return DefaultAzureCredential()
 
 
-def _use_entra_token(engine: Engine, credential_factory: CredentialFactory) -> None:
+def _use_entra_token(engine: Engine, credential: TokenCredential) -> None:
     """Sign in with an Entra access token from the credential (managed identity on Azure, the
     developer's login locally), fresh for each connection."""
-    credential = credential_factory()
 
     @event.listens_for(engine, "do_connect")
     def _provide_token(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> None:

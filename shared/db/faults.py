@@ -1,8 +1,7 @@
 """Driver errors, translated once, here, into the domain's database faults (shared/errors.py), so
 no other module knows how each dialect spells each kind of failure (docs/database.md#driver-errors
 has the table). Neither psycopg nor pyodbc is imported: errors are read by their SQLSTATE and
-their number, so a host without unixODBC can still translate PostgreSQL's.
-"""
+their number, so a host without unixODBC can still translate PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ from shared.errors import DatabaseFault, DatabaseUnavailable, LockTimeout, Trans
 MSSQL_APPLOCK_ERROR = 51050
 MSSQL_APPLOCK_MESSAGE = "daily-limit lock not granted"
 
-# SQL Server's and Azure SQL's errors after which a later try may succeed (Microsoft's list of
-# transient faults for Azure SQL).
+# SQL Server's errors after which a later try may succeed (Microsoft's Azure SQL transient list).
 MSSQL_TRANSIENT_NUMBERS = frozenset(
     # cannot open the database, a secondary's login timed out, the service failed the request,
     # is busy, or the database is unavailable (a serverless database resuming, a failover)
@@ -51,8 +49,8 @@ def _sqlstate(error: DBAPIError) -> str | None:
 
 
 def is_mssql_transient(orig: BaseException | None) -> bool:
-    """A SQL Server driver error that says the server or the network cannot take the work now."""
-    # pyodbc raises (sqlstate, message).
+    """A SQL Server driver error (pyodbc raises (sqlstate, message)) that says the server or the
+    network cannot take the work now."""
     args = getattr(orig, "args", ())
     sqlstate = args[0] if args and isinstance(args[0], str) and len(args[0]) == 5 else None
     numbers = {int(n) for n in _MSSQL_NUMBER.findall(str(orig))}
@@ -82,11 +80,10 @@ def _transient(error: DBAPIError, dialect: str) -> bool:
 
 
 def _unavailable(error: DBAPIError, dialect: str) -> bool:
-    # A failed connect (SQLAlchemy wraps it with no statement) or any error on a connection
-    # SQLAlchemy judged dead, then the dialect's own timeouts and transient errors.
-    if error.connection_invalidated:
-        return True
-    if isinstance(error, OperationalError | InterfaceError) and error.statement is None:
+    # Any error on a connection SQLAlchemy judged dead, a failed connect (wrapped with no
+    # statement), then the dialect's own timeouts and transient errors.
+    connecting = isinstance(error, OperationalError | InterfaceError) and error.statement is None
+    if error.connection_invalidated or connecting:
         return True
     if dialect == "postgresql":
         state = _sqlstate(error) or ""

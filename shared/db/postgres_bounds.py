@@ -1,7 +1,6 @@
 """PostgreSQL's bounds on every wait, as libpq and the server take them, set once per connection
 when it opens (docs/database.md#connections-and-their-bounds). Its own module: a host on another
-dialect never imports psycopg.
-"""
+dialect never imports psycopg."""
 
 from __future__ import annotations
 

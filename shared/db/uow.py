@@ -58,11 +58,8 @@ def _unit_of_work(
 ) -> Iterator[Session]:
     waits = for_dialect(engine, _WAITS, what="unit of work")
     # Set on a server only when it differs from the connection's own (the engine's default).
-    own_wait = (
-        wait_seconds
-        if server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
-        else None
-    )
+    sets_own = server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
+    own_wait = wait_seconds if sets_own else None
     with connected(engine) as connection:
         if waits.before_begin:
             waits.before_begin(connection, sqlite_begin, wait_seconds)
@@ -83,8 +80,7 @@ def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int 
     if wait_seconds is not None:
         connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_seconds) * 1000}")
     connection.info["sqlite_begin"] = f"BEGIN {begin}"
-    # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
-    # session's own begin is the one that runs BEGIN IMMEDIATE.
+    # End the transaction the PRAGMA autobegan, so the session's own begin runs BEGIN IMMEDIATE.
     connection.rollback()
 
 
@@ -108,8 +104,7 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
         connection.exec_driver_sql(lock_timeout_statement(seconds))
         connection.commit()
     except (DatabaseFault, DBAPIError):
-        # Never back in the pool with another unit's wait; and never masking what the unit
-        # itself raised.
+        # Never back in the pool with another unit's wait, nor masking what the unit raised.
         connection.invalidate()
 
 
