@@ -1,6 +1,6 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL; SQL Server's bounds on every wait as pyodbc and ODBC Driver 18 take them; and
-`for_dialect`, the one way to choose what differs by dialect (#sql-that-differs-by-dialect).
+and cached per URL, with SQL Server's bounds on every wait; and `for_dialect`, the one way to
+choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect).
 
 Nothing here runs at import time: the Functions host unloads every function when importing
 `function_app.py` raises, so connecting belongs to the first request, not to the import.
@@ -44,8 +44,8 @@ _SIGN_IN_KEYWORDS = frozenset({"trusted_connection", "authentication", "uid", "p
 # One `key=value` attribute of an ODBC connection string: a braced value may hold `;` and `}}`.
 _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # A refused SQL Server connect costs a request at most three login timeouts and three seconds.
-CONNECT_ATTEMPTS = 3
 CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
+CONNECT_ATTEMPTS = len(CONNECT_BACKOFF_SECONDS) + 1
 
 
 def for_dialect(
