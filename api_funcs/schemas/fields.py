@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Wi
 from api_funcs.decimal_json import UnholdableNumber
 from shared.clock import utc_text
 from shared.db.schema import AspNetUser
-from shared.db.storable_text import column_length, unstorable_reason
+from shared.db.types import column_length, unstorable_reason
 from shared.identity.pins import PIN_PATTERN
 from shared.settings import MONEY_MAX
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from sqlalchemy import Row, Select, Update, select, update
 from sqlalchemy.orm import Session
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import AuditChainTail
 
 TAIL_ID = 1

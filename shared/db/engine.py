@@ -1,4 +1,6 @@
-"""Engines for the three dialects (docs/database.md), built lazily and cached per URL.
+"""Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
+and cached per URL, with SQL Server's bounds on every wait; and `for_dialect`, the one way to
+choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect).
 
 Nothing here runs at import time: the Functions host unloads every function when importing
 `function_app.py` raises, so connecting belongs to the first request, not to the import.
@@ -6,48 +8,64 @@ Nothing here runs at import time: the Functions host unloads every function when
 
 from __future__ import annotations
 
+import logging
 import re
 import struct
 import threading
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import NoSuchModuleError
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from shared.db.dialects import DialectName, for_dialect
-from shared.db.faults import translate_driver_errors
+from shared.db.faults import is_mssql_transient, translate_driver_error
 from shared.settings import DatabaseSettings, SettingsError, fix_for
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
+T = TypeVar("T")
+DialectName = Literal["postgresql", "mssql", "sqlite"]
+log = logging.getLogger("azurebank.db")
+
 # Builds the Entra credential of a SQL Server engine whose URL has no password.
 CredentialFactory = Callable[[], "TokenCredential"]
-
-# SQL_COPT_SS_ACCESS_TOKEN: the ODBC driver's pre-connect attribute for an Entra access token.
+# The ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
 _AZURE_SQL_SCOPE = "https://database.windows.net/.default"
 # ODBC Driver 18 refuses an access token beside any other way of signing in.
 _SIGN_IN_KEYWORDS = frozenset({"trusted_connection", "authentication", "uid", "pwd"})
 # One `key=value` attribute of an ODBC connection string: a braced value may hold `;` and `}}`.
 _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
+# A refused SQL Server connect costs a request at most three login timeouts and three seconds.
+CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
+CONNECT_ATTEMPTS = len(CONNECT_BACKOFF_SECONDS) + 1
+
+
+def for_dialect(
+    bind: Engine | Connection | Session | str, choices: Mapping[DialectName, T], *, what: str
+) -> T:
+    """`choices`' entry for `bind`'s dialect (a name passes through); a ValueError naming a
+    dialect it lacks, never a silent fallback."""
+    if isinstance(bind, Session):
+        bind = bind.get_bind()
+    name = bind if isinstance(bind, str) else bind.dialect.name
+    try:
+        return choices[name]  # type: ignore[index]
+    except KeyError:
+        raise ValueError(f"no {what} for dialect {name!r}") from None
 
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """How an engine pools its connections and bounds every wait, from the `Database__` settings
-    (shared/settings.py, docs/settings.md; the defaults are theirs), in seconds.
-
-    At most `pool_size + max_overflow` connections per process, so the connections of a
-    scaled-out app are that sum times its instances; a checkout waits at most `pool_timeout`.
-    `connect_timeout` bounds opening a connection, `statement_timeout` each statement,
-    `lock_timeout` each lock wait (SQLite: the busy wait for its one write lock), and
-    `keepalive` how long an idle connection stays silent before it is probed."""
+    """How an engine pools its connections and bounds every wait, in seconds, from the
+    `Database__` settings (docs/settings.md#waits-on-the-database; the defaults are theirs)."""
 
     pool_size: int = 10
     max_overflow: int = 20
@@ -71,8 +89,7 @@ class EngineOptions:
 
 
 # `azurebank db upgrade`: an operator's run, not a request. A migration's DDL may rewrite a large
-# table (its statements bounded at an hour, not at a request's seconds) and waits at most a
-# minute for the locks live traffic holds, then fails and can be run again.
+# table, and fails (to be run again) after a minute waiting on the locks live traffic holds.
 MIGRATION_WAITS = EngineOptions(statement_timeout=3600, lock_timeout=60)
 
 _engines: dict[tuple[str, EngineOptions], Engine] = {}
@@ -81,15 +98,12 @@ _lock = threading.Lock()
 
 
 def get_engine(url: str, options: EngineOptions | None = None) -> Engine:
-    """The engine for `url` and `options`, built on first use and cached for the life of the
-    process."""
+    """The engine for `url` and `options`, built on first use and cached for the process."""
     key = (url, options or EngineOptions())
     with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            engine = build_engine(url, options=key[1])
-            _engines[key] = engine
-        return engine
+        if key not in _engines:
+            _engines[key] = build_engine(url, options=key[1])
+        return _engines[key]
 
 
 def dispose_engines() -> None:
@@ -106,22 +120,14 @@ def build_engine(
     options: EngineOptions | None = None,
     credential_factory: CredentialFactory | None = None,
 ) -> Engine:
-    """A new engine for one of the three dialects, at READ COMMITTED (never SNAPSHOT: ADR-0050's
-    lock does not hold under it).
-
-    Every engine hides bound parameters from its log and from its errors' text: a parameter can
-    be an address, a password or PIN hash or a stored response body, and a driver error's text
-    reaches tracebacks and log lines (ADR-0017: no address in any log line).
-
-    `options` sizes the pool of a server's engine (SQLite opens one connection per checkout) and
-    bounds every wait on the database: connecting, each statement, each lock, the checkout.
-    `credential_factory` builds the Entra credential of a SQL Server URL without a password, once
-    per engine; by default azure-identity's `DefaultAzureCredential`."""
+    """A new engine at READ COMMITTED (never SNAPSHOT: ADR-0050's lock does not hold under it)
+    whose driver errors are the domain's faults (shared.db.faults). `credential_factory` builds
+    the Entra credential of a SQL Server URL without a password (`DefaultAzureCredential`)."""
     parsed = make_url(url)
+    options = options or EngineOptions()
+    build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
     try:
-        return _engine_for(
-            parsed, options or EngineOptions(), credential_factory or _default_credential
-        )
+        engine = build(parsed, options, credential_factory or _default_credential)
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
         raise SettingsError(
@@ -131,33 +137,26 @@ def build_engine(
                 "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
             ]
         ) from None
-
-
-def _engine_for(
-    parsed: URL, options: EngineOptions, credential_factory: CredentialFactory
-) -> Engine:
-    build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
-    engine = build(parsed, options, credential_factory)
-    translate_driver_errors(engine)
+    event.listen(engine, "handle_error", translate_driver_error)
     # What a unit of work compares its own wait with (shared.db.uow).
     _default_lock_waits[engine] = options.lock_timeout
     return engine
 
 
 def default_lock_wait(engine: Engine) -> int:
-    """The seconds every lock wait of `engine`'s connections is bounded by, unless a unit of
-    work asks for another."""
+    """The seconds each lock wait on `engine` is bounded by unless a unit of work asks another."""
     return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
 
 
 def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
-    # One connection per checkout: SQLite serialises writers through the file lock, and a
-    # pooled connection left mid-transaction in another thread would hold it. The file is
-    # local: its only wait is the busy wait on that lock, bounded by the lock timeout.
+    # One connection per checkout: a pooled connection left mid-transaction in another thread
+    # would hold the file's one write lock, whose busy wait is the lock timeout.
     busy_seconds = options.lock_timeout
     engine = create_engine(
         url,
-        hide_parameters=True,  # see build_engine
+        # Hidden from logs and error text: a parameter can be an address, a hash or a stored
+        # response body (ADR-0017: no address in any log line).
+        hide_parameters=True,
         poolclass=NullPool,
         connect_args={"timeout": busy_seconds, "check_same_thread": False},
     )
@@ -174,79 +173,65 @@ def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        mode = connection.info.pop("sqlite_begin", "BEGIN")
-        connection.exec_driver_sql(mode)
+        connection.exec_driver_sql(connection.info.pop("sqlite_begin", "BEGIN"))
 
     return engine
 
 
-def _pool_arguments(options: EngineOptions) -> dict[str, Any]:
-    return {
-        "pool_size": options.pool_size,
-        "max_overflow": options.max_overflow,
-        "pool_timeout": options.pool_timeout,
-        # Each checkout asks the connection first, so one the server or the network dropped
-        # while it sat in the pool is replaced instead of failing the request.
-        "pool_pre_ping": True,
-    }
+def _server_engine(url: URL, options: EngineOptions, **arguments: Any) -> Engine:
+    return create_engine(
+        url,
+        isolation_level="READ COMMITTED",
+        hide_parameters=True,  # see _sqlite_engine
+        pool_size=options.pool_size,
+        max_overflow=options.max_overflow,
+        pool_timeout=options.pool_timeout,
+        # A connection the server or the network dropped while pooled is replaced, not failed.
+        pool_pre_ping=True,
+        **arguments,
+    )
 
 
 def _postgresql_engine(url: URL, options: EngineOptions) -> Engine:
     from shared.db import postgres_bounds
 
-    url_options = url.query.get("options")
-    engine = create_engine(
-        url,
-        isolation_level="READ COMMITTED",
-        hide_parameters=True,  # see build_engine
-        connect_args=postgres_bounds.connect_arguments(
-            connect_timeout=options.connect_timeout,
-            statement_timeout=options.statement_timeout,
-            lock_timeout=options.lock_timeout,
-            keepalive=options.keepalive,
-            url_options=url_options if isinstance(url_options, str) else None,
-        ),
-        **_pool_arguments(options),
+    engine = _server_engine(
+        url, options, connect_args=postgres_bounds.connect_arguments(url, options)
     )
-    answer_within = options.statement_timeout + postgres_bounds.CLIENT_GRACE_SECONDS
-    event.listen(engine, "do_connect", postgres_bounds.bounded_connect(answer_within))
+    event.listen(engine, "do_connect", postgres_bounds.bounded_connect(options))
     return engine
 
 
-def _mssql_engine(
-    url: URL, options: EngineOptions, credential_factory: CredentialFactory
-) -> Engine:
-    from shared.db import mssql_bounds
-
+def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFactory) -> Engine:
     query = dict(url.query)
     query.setdefault("driver", "ODBC Driver 18 for SQL Server")
-    for keyword, value in mssql_bounds.odbc_keywords(keepalive=options.keepalive).items():
-        query.setdefault(keyword, value)
+    # ODBC Driver 18's keepalive: idle seconds before the first probe, seconds between probes.
+    query.setdefault("KeepAlive", str(options.keepalive))
+    query.setdefault("KeepAliveInterval", str(max(1, options.keepalive // 3)))
     url = url.set(query=query)
-    mssql_bounds.turn_off_pyodbc_pooling()
-    engine = create_engine(
-        url,
-        isolation_level="READ COMMITTED",
-        hide_parameters=True,  # see build_engine
-        connect_args={"timeout": options.connect_timeout},  # pyodbc's login timeout
-        **_pool_arguments(options),
-    )
+    # As SQLAlchemy's documentation for mssql+pyodbc advises: otherwise a connection SQLAlchemy
+    # closes goes back to the driver manager's pool. Read when pyodbc allocates its environment.
+    import pyodbc
+
+    pyodbc.pooling = False
+    engine = _server_engine(url, options, connect_args={"timeout": options.connect_timeout})
     if not url.password:
-        _use_entra_token(engine, credential_factory)
+        _use_entra_token(engine, credentials())
     # Retried inside the dialect's own connect, after every do_connect hook has set the
     # arguments (the Entra token among them).
     connect = engine.dialect.connect
-    engine.dialect.connect = lambda *cargs, **cparams: mssql_bounds.connect_with_retry(  # type: ignore[method-assign]
+    engine.dialect.connect = lambda *cargs, **cparams: connect_with_retry(  # type: ignore[method-assign]
         lambda: connect(*cargs, **cparams)
     )
 
     @event.listens_for(engine, "connect")
     def _bound_session(dbapi_connection: Any, _record: Any) -> None:
-        mssql_bounds.bound_session(
-            dbapi_connection,
-            statement_timeout=options.statement_timeout,
-            lock_timeout=options.lock_timeout,
-        )
+        dbapi_connection.timeout = options.statement_timeout  # pyodbc's query timeout
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(lock_timeout_statement(options.lock_timeout))
+        finally:
+            cursor.close()
 
     return engine
 
@@ -258,6 +243,33 @@ _BUILDERS: dict[DialectName, Callable[[URL, EngineOptions, CredentialFactory], E
 }
 
 
+def lock_timeout_statement(seconds: int) -> str:
+    """T-SQL: the session's lock wait, in milliseconds (SET takes no parameter)."""
+    return f"SET LOCK_TIMEOUT {int(seconds) * 1000}"
+
+
+def connect_with_retry(
+    connect: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep
+) -> T:
+    """`connect()`, tried again after a transient refusal (shared.db.faults), CONNECT_ATTEMPTS
+    times in all; any other error, and the last transient one, is raised as it came."""
+    for attempt, pause in enumerate(CONNECT_BACKOFF_SECONDS, start=1):
+        try:
+            return connect()
+        except Exception as exc:
+            if not is_mssql_transient(exc):
+                raise
+            # By type only: the driver's text names the server.
+            log.warning(
+                "SQL Server refused a connection for now (%s); retrying (attempt %d of %d)",
+                type(exc).__name__,
+                attempt,
+                CONNECT_ATTEMPTS,
+            )
+            sleep(pause)
+    return connect()
+
+
 def _default_credential() -> TokenCredential:
     # Imported here: azure-identity is needed only by a SQL Server URL without a password.
     from azure.identity import DefaultAzureCredential
@@ -265,10 +277,9 @@ def _default_credential() -> TokenCredential:
     return DefaultAzureCredential()
 
 
-def _use_entra_token(engine: Engine, credential_factory: CredentialFactory) -> None:
-    """With no password in the URL, sign in with an Entra access token from the credential
-    (managed identity on Azure, the developer's login locally), fresh for each connection."""
-    credential = credential_factory()
+def _use_entra_token(engine: Engine, credential: TokenCredential) -> None:
+    """Sign in with an Entra access token from the credential (managed identity on Azure, the
+    developer's login locally), fresh for each connection."""
 
     @event.listens_for(engine, "do_connect")
     def _provide_token(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> None:
@@ -278,13 +289,8 @@ def _use_entra_token(engine: Engine, credential_factory: CredentialFactory) -> N
         # The token replaces the Trusted_Connection=Yes SQLAlchemy adds to a URL without a user,
         # and whatever UID or Authentication the URL carries.
         if cargs:
-            cargs[0] = _without_sign_in_keywords(cargs[0])
-
-
-def _without_sign_in_keywords(connection_string: str) -> str:
-    """The ODBC connection string without the keywords that name another way of signing in."""
-    return ";".join(
-        f"{key}={value}"
-        for key, value in _ODBC_ATTRIBUTE.findall(connection_string)
-        if key.strip().lower() not in _SIGN_IN_KEYWORDS
-    )
+            cargs[0] = ";".join(
+                f"{key}={value}"
+                for key, value in _ODBC_ATTRIBUTE.findall(cargs[0])
+                if key.strip().lower() not in _SIGN_IN_KEYWORDS
+            )

@@ -1,12 +1,7 @@
 """Least privilege for the app's identity in its database (`azurebank db grant`,
-docs/cli.md#azurebank-db-grant says what it grants and why), and the one module holding that SQL,
-one form per dialect. Run as the identity that ran the migrations, in one transaction; running it
-again creates nothing twice.
-
-Table names are the schema's own: unqualified on SQL Server (they resolve where the migrations
-created them), qualified by the current schema on PostgreSQL, whose role and grants go to the
-driver as text: an identifier cannot be bound.
-"""
+docs/cli.md#azurebank-db-grant says what and why): the one module holding that SQL, run in one
+transaction, creating nothing twice. An identifier cannot be bound, so names are checked and
+quoted into the text; tables are qualified by the current schema on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, TextClause, text
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import AuditChainTail, AuditEvent, Base
 
 READ_WRITE = ("SELECT", "INSERT", "UPDATE", "DELETE")
@@ -69,7 +64,6 @@ def _double_quoted(name: str) -> str:
 
 
 def mssql_user_exists() -> TextClause:
-    """One row: the principal's id in this database, or NULL."""
     return text("SELECT DATABASE_PRINCIPAL_ID(:name) AS principal_id")
 
 
@@ -126,7 +120,7 @@ def _grant_postgresql(conn: Connection, principal: str, object_id: uuid.UUID | N
     created = exists.first() is None
     if created:
         conn.exec_driver_sql(postgresql_create_role(principal))
-    # The database and the schema the migrations created the tables in (same search path).
+    # Where the migrations created the tables (the same search path).
     database, schema = conn.execute(
         text("SELECT current_database() AS database, current_schema() AS schema")
     ).one()

@@ -22,16 +22,16 @@ def alembic_config(url: str, *, output_buffer: TextIO | None = None) -> Config:
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+def upgrade(url: str) -> None:
+    command.upgrade(alembic_config(url), "head")
 
 
-def downgrade(url: str, revision: str = "base") -> None:
-    command.downgrade(alembic_config(url), revision)
+def downgrade(url: str) -> None:
+    command.downgrade(alembic_config(url), "base")
 
 
-def offline_sql(url: str, revision: str = "head") -> str:
+def offline_sql(url: str) -> str:
     """The DDL the migrations would run on `url`'s dialect, generated without connecting."""
     out = io.StringIO()
-    command.upgrade(alembic_config(url, output_buffer=out), revision, sql=True)
+    command.upgrade(alembic_config(url, output_buffer=out), "head", sql=True)
     return out.getvalue()

@@ -1,15 +1,17 @@
 """PostgreSQL's bounds on every wait, as libpq and the server take them, set once per connection
-when it opens (docs/database.md#connections-and-their-bounds and docs/settings.md list them). The
-client's own bound makes a server that stops answering at all a dropped connection, not a hung
-request.
-"""
+when it opens (docs/database.md#connections-and-their-bounds). Its own module: a host on another
+dialect never imports psycopg."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors
+from sqlalchemy.engine import URL
+
+if TYPE_CHECKING:
+    from shared.db.engine import EngineOptions
 
 # The server's own cancel arrives first: the client's bound is the statement timeout plus this.
 CLIENT_GRACE_SECONDS = 1.0
@@ -17,81 +19,62 @@ CLIENT_GRACE_SECONDS = 1.0
 KEEPALIVE_PROBES = 3
 
 
-def keepalive_interval(keepalive_seconds: int) -> int:
-    return max(1, keepalive_seconds // KEEPALIVE_PROBES)
-
-
-def user_timeout_ms(keepalive_seconds: int) -> int:
-    """How long sent data may stay unacknowledged (and, with keepalives on, how long the probes
-    run) before the kernel drops the connection: the idle time plus the probes."""
-    return 1000 * (keepalive_seconds + KEEPALIVE_PROBES * keepalive_interval(keepalive_seconds))
-
-
-def server_options(*, statement_timeout: int, lock_timeout: int, keepalive: int) -> str:
-    """libpq's `options`: the server's settings for this session, each `-c name=value`."""
-    settings = {
-        "statement_timeout": f"{statement_timeout * 1000}",
-        "lock_timeout": f"{lock_timeout * 1000}",
-        # No unit of work pauses between statements for as long as one statement may run.
-        "idle_in_transaction_session_timeout": f"{statement_timeout * 1000}",
-        "tcp_keepalives_idle": f"{keepalive}",
-        "tcp_keepalives_interval": f"{keepalive_interval(keepalive)}",
-        "tcp_keepalives_count": f"{KEEPALIVE_PROBES}",
-        "tcp_user_timeout": f"{user_timeout_ms(keepalive)}",
-    }
-    return " ".join(f"-c {name}={value}" for name, value in settings.items())
-
-
-def connect_arguments(
-    *,
-    connect_timeout: int,
-    statement_timeout: int,
-    lock_timeout: int,
-    keepalive: int,
-    url_options: str | None,
-) -> dict[str, Any]:
+def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
     """The libpq parameters of every connection. `options` the URL already carries come after
     ours, so an operator's URL can still override one setting."""
-    options = server_options(
-        statement_timeout=statement_timeout, lock_timeout=lock_timeout, keepalive=keepalive
-    )
+    keepalive, statement_ms = options.keepalive, options.statement_timeout * 1000
+    interval = max(1, keepalive // KEEPALIVE_PROBES)
+    # How long sent data may stay unacknowledged (with keepalives on, how long the probes run)
+    # before the kernel drops the connection: the idle time plus the probes.
+    user_timeout_ms = 1000 * (keepalive + KEEPALIVE_PROBES * interval)
+    server = {
+        "statement_timeout": statement_ms,
+        "lock_timeout": options.lock_timeout * 1000,
+        # No unit of work pauses between statements for as long as one statement may run.
+        "idle_in_transaction_session_timeout": statement_ms,
+        "tcp_keepalives_idle": keepalive,
+        "tcp_keepalives_interval": interval,
+        "tcp_keepalives_count": KEEPALIVE_PROBES,
+        "tcp_user_timeout": user_timeout_ms,
+    }
+    ours = " ".join(f"-c {name}={value}" for name, value in server.items())
+    theirs = url.query.get("options")
     return {
-        "connect_timeout": connect_timeout,
+        "connect_timeout": options.connect_timeout,
         "keepalives": 1,
         "keepalives_idle": keepalive,
-        "keepalives_interval": keepalive_interval(keepalive),
+        "keepalives_interval": interval,
         "keepalives_count": KEEPALIVE_PROBES,
-        "tcp_user_timeout": user_timeout_ms(keepalive),
-        "options": f"{options} {url_options}" if url_options else options,
+        "tcp_user_timeout": user_timeout_ms,
+        "options": f"{ours} {theirs}" if isinstance(theirs, str) and theirs else ours,
     }
 
 
 class BoundedConnection(psycopg.Connection[Any]):
     """A psycopg connection that waits at most `answer_within` seconds for any answer (a
     statement, a commit, a rollback, the pool's ping), then closes itself and raises
-    OperationalError: SQLAlchemy sees a closed connection, invalidates it, and the request is
-    503 DATABASE_UNAVAILABLE (shared.db.faults)."""
+    OperationalError: SQLAlchemy invalidates it and the request is 503 DATABASE_UNAVAILABLE."""
 
     answer_within: float = 16.0
 
     def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        bound = timeout or self.answer_within
         try:
-            return super().wait(gen, interval=interval, timeout=timeout or self.answer_within)
+            return super().wait(gen, interval=interval, timeout=bound)
         except errors._WaitTimeout:
             # Mid-protocol the connection is unusable: close it so nothing reuses it.
             self.pgconn.finish()
             raise psycopg.OperationalError(
-                f"the server did not answer within {timeout or self.answer_within:g}s; "
-                "the connection was closed"
+                f"the server did not answer within {bound:g}s; the connection was closed"
             ) from None
 
 
-def bounded_connect(answer_within: float) -> Any:
+def bounded_connect(options: EngineOptions) -> Any:
     """A SQLAlchemy `do_connect` hook that opens a BoundedConnection."""
 
     def connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
         connection = BoundedConnection.connect(*cargs, **cparams)
-        connection.answer_within = answer_within
+        connection.answer_within = options.statement_timeout + CLIENT_GRACE_SECONDS
         return connection
 
     return connect

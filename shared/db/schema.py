@@ -94,9 +94,8 @@ class AspNetUser(Base):
     LockoutEnabled: Mapped[bool] = mapped_column(Boolean, default=True)
     AccessFailedCount: Mapped[int] = mapped_column(Integer, default=0)
     AzureTag: Mapped[str] = mapped_column(Str(64), unique=True)
-    # The payee's tag as it is looked up: case-insensitive, like NormalizedUserName
-    # (docs/database.md). Computed by the database from AzureTag with its own UPPER, so rows the
-    # .NET API inserts (it knows nothing of this column) carry it too, and the lookup
+    # The payee's tag as it is looked up, case-insensitively (docs/database.md): computed by the
+    # database's own UPPER, so rows the .NET API inserts carry it too, and the lookup
     # `NormalizedAzureTag = UPPER(:tag)` folds both sides with the same function.
     NormalizedAzureTag: Mapped[str | None] = mapped_column(
         Str(64), Computed(func.upper(column("AzureTag")), persisted=True), unique=True
@@ -191,8 +190,7 @@ class SubscriberNotice(Base):
 
     __tablename__ = "SubscriberNotices"
     __table_args__ = (
-        # ADR-0048 D2: the two lease columns are set together or not at all.
-        # Built from column expressions so each dialect quotes the names its own way.
+        # ADR-0048 D2: both lease columns or neither, quoted in each dialect's own way.
         CheckConstraint(
             or_(
                 and_(column("LeasedUntil").is_(None), column("LeasedBy").is_(None)),
@@ -200,10 +198,8 @@ class SubscriberNotice(Base):
             ),
             name="Lease",
         ),
-        # The claim reads the oldest owed rows; the index is filtered to them (`WHERE
-        # "DeliveredAt" IS NULL`) on every dialect, which the migration that creates it says in
-        # each dialect's words. Declared here without that filter: each dialect's `*_where`
-        # option loads its dialect to check the name, and a host loads only its own.
+        # The claim reads the oldest owed rows; the migration filters this index to them in each
+        # dialect's words. No `*_where` here: each loads its dialect, and a host loads only its own.
         Index("IX_SubscriberNotices_Owed_CreatedAt", "CreatedAt"),
         Index("IX_SubscriberNotices_LeasedBy", "LeasedBy"),
         Index("IX_SubscriberNotices_AuditEventId", "AuditEventId"),

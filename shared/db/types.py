@@ -1,4 +1,6 @@
-"""Column types that hold money exactly and time as UTC on every dialect (docs/database.md)."""
+"""Column types that hold money exactly and time as UTC on every dialect (docs/database.md), and
+what a string must be before SQL sees it (docs/money.md#request-bodies): no NUL, no lone
+surrogate, no longer than its column counted in UTF-16 code units, as nvarchar(n) counts."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from typing import Any
 
 from sqlalchemy import BigInteger, DateTime, LargeBinary, Numeric, Text, Unicode
 from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import InstrumentedAttribute
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
+_QUANTUM = Decimal("0.0001")
 
 
 def _mssql() -> Any:
@@ -36,22 +40,18 @@ class Money(TypeDecorator[Decimal]):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
-        amount = Decimal(value).quantize(Decimal("0.0001"))
-        if dialect.name == "sqlite":
-            return int(amount * _SCALE)
-        return amount
+        amount = Decimal(value).quantize(_QUANTUM)
+        return int(amount * _SCALE) if dialect.name == "sqlite" else amount
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         if value is None:
             return None
-        if dialect.name == "sqlite":
-            return (Decimal(int(value)) / _SCALE).quantize(Decimal("0.0001"))
-        return Decimal(value).quantize(Decimal("0.0001"))
+        amount = Decimal(int(value)) / _SCALE if dialect.name == "sqlite" else Decimal(value)
+        return amount.quantize(_QUANTUM)
 
 
-def Str(length: int) -> Unicode:
-    """EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere."""
-    return Unicode(length)
+# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
+Str = Unicode
 
 
 # SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
@@ -59,61 +59,47 @@ def Str(length: int) -> Unicode:
 MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
-class ExactStr(TypeDecorator[str]):
-    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
-    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
-    pad under every SQL Server collation: shared/db/exact.py)."""
-
-    impl = Unicode
-    cache_ok = True
-
-    def __init__(self, length: int) -> None:
-        super().__init__(length)
-        self.length = length
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "mssql":
-            exact = _mssql().NVARCHAR(self.length, collation=MSSQL_EXACT_COLLATION)
-            return dialect.type_descriptor(exact)
-        return dialect.type_descriptor(Unicode(self.length))
-
-
 class _OnSqlServer(TypeDecorator[Any]):
-    """EF's `nvarchar(max)` and `varbinary(n)`: SQLAlchemy would otherwise emit the deprecated
-    NTEXT, TEXT and IMAGE types on SQL Server when it cannot ask the server's version (offline
-    DDL)."""
+    """`generic`, and on SQL Server `on_mssql(*args, **kwargs)`: there SQLAlchemy would emit the
+    deprecated NTEXT, TEXT and IMAGE when it cannot ask the server's version (offline DDL)."""
 
     impl: Any = Text  # replaced by each instance's generic type
     cache_ok = True
 
-    def __init__(self, generic: TypeEngine[Any], on_mssql: str, *args: int) -> None:
+    def __init__(self, generic: TypeEngine[Any], on_mssql: str, *args: Any, **kwargs: Any) -> None:
         super().__init__()
         self.impl = self.generic = generic
-        self.on_mssql, self.args = on_mssql, args
+        self.on_mssql, self.args, self.kwargs = on_mssql, args, kwargs
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "mssql":
-            return dialect.type_descriptor(getattr(_mssql(), self.on_mssql)(*self.args))
+            on_mssql = getattr(_mssql(), self.on_mssql)(*self.args, **self.kwargs)
+            return dialect.type_descriptor(on_mssql)
         return dialect.type_descriptor(self.generic)
 
 
+# EF's `nvarchar(max)` and `varbinary(n)`.
 LongText = _OnSqlServer(Text(), "NVARCHAR")
 Hash32 = _OnSqlServer(LargeBinary(32), "VARBINARY", 32)
 
 
-class UtcDateTime(TypeDecorator[datetime]):
+def ExactStr(length: int) -> _OnSqlServer:
+    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
+    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
+    pad under every SQL Server collation: shared/db/exact.py)."""
+    return _OnSqlServer(Unicode(length), "NVARCHAR", length, collation=MSSQL_EXACT_COLLATION)
+
+
+class UtcDateTime(_OnSqlServer):
     """A UTC instant stored without a zone (EF's `datetime2`), handed back timezone-aware.
     A naive value is refused on the way in: it is always a bug here."""
 
-    impl = DateTime(timezone=False)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+    def __init__(self) -> None:
         # SQL Server's DATETIME rounds to 1/300 s; the audit chain hashes the instant it wrote,
         # so anything but DATETIME2 would make every RowHash fail on read-back.
-        if dialect.name == "mssql":
-            return dialect.type_descriptor(_mssql().DATETIME2(precision=7))
-        return dialect.type_descriptor(DateTime(timezone=False))
+        super().__init__(DateTime(timezone=False), "DATETIME2", precision=7)
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -127,3 +113,26 @@ class UtcDateTime(TypeDecorator[datetime]):
             return None
         instant: datetime = value.replace(tzinfo=UTC)
         return instant
+
+
+def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str | None]) -> int:
+    """The declared length of a string column (`Str(n)` in shared.db.schema)."""
+    length = getattr(column.type, "length", None)
+    if not isinstance(length, int):
+        raise TypeError(f"{column} has no declared length")
+    return length
+
+
+def unstorable_reason(value: str, max_length: int) -> str | None:
+    """Why `value` cannot be stored in or compared with a column of `max_length` (refused, it is
+    the caller's 400 naming its field, never a driver's 500); None when it can. The reason
+    names a rule, never the value."""
+    if "\x00" in value:
+        return "must not contain NUL"
+    try:
+        units = len(value.encode("utf-16-le")) // 2
+    except UnicodeEncodeError:
+        return "must be valid Unicode text (no lone surrogates)"
+    if units > max_length:
+        return f"at most {max_length} characters"
+    return None

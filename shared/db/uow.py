@@ -1,28 +1,22 @@
 """The unit of work: one session on one connection, rolled back unless the boundary commits.
 
-Helpers take the session and never commit: a transaction that must hold a lock, a
-limit check and an audit write together is only as good as its one commit.
-
-A unit's connection comes from shared.db.faults.connected: a database failure the domain names
-reaches the unit's caller as its fault (shared/errors.py), without the driver's text. A unit
-commits with `commit_unit`, which says which of those faults left the outcome unknown.
+Helpers take the session and never commit: a transaction that must hold a lock, a limit check
+and an audit write together is only as good as its one commit (docs/database.md#driver-errors).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from shared.db.dialects import DialectName, for_dialect
-from shared.db.engine import default_lock_wait
+from shared.db.engine import DialectName, default_lock_wait, for_dialect, lock_timeout_statement
 from shared.db.faults import connected
-from shared.db.mssql_bounds import lock_timeout_statement
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,
@@ -42,11 +36,9 @@ def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
 def commit_unit(
     session: Session, *, unknown: type[CommitOutcomeUnknown] = CommitOutcomeUnknown
 ) -> None:
-    """Commit the unit's work. Its pending writes are flushed first, so a fault raised there,
-    before the COMMIT was sent, is raised as it is: nothing was committed. DatabaseUnavailable
-    raised by the COMMIT itself is raised as `unknown`: the connection failed with the COMMIT
-    sent or about to be, and the server may have committed (its reply lost) or not. A
-    TransactionRolledBack is the server's answer that it rolled back, so it passes as it is."""
+    """Commit the unit's work. A fault while flushing (before the COMMIT was sent) is raised as
+    it is; DatabaseUnavailable from the COMMIT itself is raised as `unknown`: the server may have
+    committed and lost its reply. TransactionRolledBack is the server's own answer: as it is."""
     session.flush()
     try:
         session.commit()
@@ -65,12 +57,9 @@ def _unit_of_work(
     server_waits: bool = True,
 ) -> Iterator[Session]:
     waits = for_dialect(engine, _WAITS, what="unit of work")
-    # The wait this unit sets on a server: only one other than the connection's own.
-    own_wait = (
-        wait_seconds
-        if server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
-        else None
-    )
+    # Set on a server only when it differs from the connection's own (the engine's default).
+    sets_own = server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
+    own_wait = wait_seconds if sets_own else None
     with connected(engine) as connection:
         if waits.before_begin:
             waits.before_begin(connection, sqlite_begin, wait_seconds)
@@ -91,8 +80,7 @@ def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int 
     if wait_seconds is not None:
         connection.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_seconds) * 1000}")
     connection.info["sqlite_begin"] = f"BEGIN {begin}"
-    # The PRAGMA above autobegan a transaction on the SQLAlchemy side; end it so the
-    # session's own begin is the one that runs BEGIN IMMEDIATE.
+    # End the transaction the PRAGMA autobegan, so the session's own begin runs BEGIN IMMEDIATE.
     connection.rollback()
 
 
@@ -116,33 +104,23 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
         connection.exec_driver_sql(lock_timeout_statement(seconds))
         connection.commit()
     except (DatabaseFault, DBAPIError):
-        # Never back in the pool with another unit's wait; and never masking what the unit
-        # itself raised.
+        # Never back in the pool with another unit's wait, nor masking what the unit raised.
         connection.invalidate()
 
 
-@contextmanager
-def _session_on(connection: Connection) -> Iterator[Session]:
-    session = Session(bind=connection, expire_on_commit=False, autoflush=True)
-    try:
-        yield session
-    finally:
-        session.close()  # rolls back whatever was not committed
+def _session_on(connection: Connection) -> Session:
+    # Closing it (leaving its `with`) rolls back whatever was not committed.
+    return Session(bind=connection, expire_on_commit=False, autoflush=True)
 
 
 def writing_unit_of_work(
     engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
-    """A unit of work that will write: it holds the right to write from its first statement,
-    and waits at most `wait_seconds` for it and for every lock it takes (the engine's default,
-    Database__LockTimeoutSeconds, when None).
-
-    On SQLite that is BEGIN IMMEDIATE under a busy timeout (the database's one writer lock, so a
-    read-then-write never meets a stale snapshot and never fails to upgrade); the servers take
-    row locks as the statements ask, and a wait other than the engine's default costs one
-    statement to set. `caller_bounds_locks`: the caller's first statement sets the servers'
-    lock wait itself (the daily-limit lock does, saving that round trip), so only SQLite's is
-    set here."""
+    """A unit of work that holds the right to write from its first statement, waiting at most
+    `wait_seconds` (None: the engine's default) for it and every lock: on SQLite BEGIN IMMEDIATE,
+    so a read-then-write never meets a stale snapshot. `caller_bounds_locks`: the caller's first
+    statement sets the servers' lock wait itself (the daily-limit lock does), so only SQLite's
+    is set here."""
     return _unit_of_work(
         engine,
         sqlite_begin="IMMEDIATE",
@@ -152,11 +130,10 @@ def writing_unit_of_work(
 
 
 def one_read(engine: Engine) -> AbstractContextManager[Session]:
-    """A unit of work for ONE read statement, which is its own consistent snapshot on every
-    dialect. On PostgreSQL it runs outside a transaction: psycopg sends BEGIN, and the closing
-    ROLLBACK, each as a round trip of its own, which would be two of the three round trips the
-    read costs. Elsewhere it is a plain unit of work (ODBC and SQLite begin implicitly, with no
-    round trip, and leaving SQL Server's isolation level would cost one to restore it)."""
+    """A unit of work for ONE read statement, its own consistent snapshot on every dialect. On
+    PostgreSQL it runs outside a transaction: psycopg's BEGIN and ROLLBACK would be two more
+    round trips. ODBC and SQLite begin implicitly (and restoring SQL Server's isolation level
+    would cost one), so elsewhere it is a plain unit of work."""
     return for_dialect(engine, _WAITS, what="unit of work").one_read(engine)
 
 
@@ -170,12 +147,9 @@ def _autocommit_read(engine: Engine) -> Iterator[Session]:
 
 @dataclass(frozen=True)
 class _DialectWaits:
-    """How a unit of work bounds its waits on one dialect. `before_begin` readies the connection
-    before the session begins; `set_own` sets a lock wait other than the connection's own (every
-    lock wait of the unit at most that many seconds; the connection's own bound, set when it
-    opened, is the engine's default: shared.db.engine); `set_back` restores the connection's
-    own after the unit, where the setting outlives the transaction; `one_read` opens `one_read`'s
-    unit."""
+    """How a unit of work bounds its waits on one dialect: `before_begin` readies the connection,
+    `set_own` sets a lock wait other than the engine's default, `set_back` restores that default
+    where the setting outlives the transaction, `one_read` opens `one_read`'s unit."""
 
     before_begin: Callable[[Connection, SqliteBegin, int | None], None] | None
     set_own: Callable[[Session, int], None] | None
@@ -188,3 +162,11 @@ _WAITS: dict[DialectName, _DialectWaits] = {
     "postgresql": _DialectWaits(None, _postgresql_own_wait, None, _autocommit_read),
     "mssql": _DialectWaits(None, _mssql_own_wait, _restore_lock_waits, unit_of_work),
 }
+
+
+def rows_matched(
+    session: Session, statement: Update | Delete, params: Mapping[str, Any] | None = None
+) -> int:
+    """A conditional write (an UPDATE or DELETE whose WHERE is the guard: a concurrency token, a
+    state, a limit) run in the session's transaction: how many rows its WHERE matched."""
+    return int(cast(CursorResult[Any], session.execute(statement, params)).rowcount)

@@ -11,8 +11,7 @@ from sqlalchemy import Engine, select, update
 from shared.audit.chain import AuditAppender
 from shared.clock import Clock
 from shared.db.schema import AspNetUser, NoticeKind, SubscriberNotice
-from shared.db.uow import commit_unit, unit_of_work, writing_unit_of_work
-from shared.db.writes import rows_matched
+from shared.db.uow import commit_unit, rows_matched, unit_of_work, writing_unit_of_work
 from shared.errors import Unauthenticated, ValidationFailed
 from shared.identity.passwords import DEFAULT_ITERATIONS, hash_secret, verify_secret
 from shared.identity.pins import is_valid_pin

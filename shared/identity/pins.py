@@ -15,8 +15,7 @@ from sqlalchemy.orm import Session
 from shared.clock import Clock
 from shared.db.schema import AspNetUser
 from shared.db.types import UtcDateTime
-from shared.db.uow import commit_unit, unit_of_work
-from shared.db.writes import rows_matched
+from shared.db.uow import commit_unit, rows_matched, unit_of_work
 from shared.errors import DomainError, Unauthenticated
 from shared.identity.passwords import verify_secret
 from shared.identity.refusals import (

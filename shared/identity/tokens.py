@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared.clock import Clock
 from shared.db.schema import AspNetUser
-from shared.db.storable_text import column_length, unstorable_reason
+from shared.db.types import column_length, unstorable_reason
 from shared.settings import Settings
 
 if TYPE_CHECKING:

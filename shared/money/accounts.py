@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import Account, Transaction, TransactionStatus, TransactionType
-from shared.db.writes import rows_matched
+from shared.db.uow import rows_matched
 from shared.money.idempotency import LostRace
 from shared.money.refusals import AccountForbidden, AccountNotFound
 

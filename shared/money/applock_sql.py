@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine, TextClause, text
 from sqlalchemy.orm import Session
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.faults import MSSQL_APPLOCK_ERROR, MSSQL_APPLOCK_MESSAGE
 from shared.db.uow import writing_unit_of_work
 

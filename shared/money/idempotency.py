@@ -27,7 +27,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from shared.clock import Clock
 from shared.db.exact import exact_equals_parameter
 from shared.db.schema import IdempotencyRecord, IdempotencyState
-from shared.db.storable_text import column_length
+from shared.db.types import column_length
 from shared.db.uow import commit_unit
 from shared.errors import (
     CommitOutcomeUnknown,

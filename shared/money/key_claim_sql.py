@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.types import TypeEngine
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import IdempotencyRecord
 
 _COLUMNS = IdempotencyRecord.__table__.c

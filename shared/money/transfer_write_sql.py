@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 
 from shared.audit.chain import SealedAuditRow
 from shared.audit.tail_sql import TAIL_ID
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.prebuilt import prebuilt
 from shared.db.schema import (
     Account,
@@ -48,7 +48,7 @@ from shared.db.schema import (
     TransactionType,
     TransferAuthorization,
 )
-from shared.db.writes import rows_matched
+from shared.db.uow import rows_matched
 from shared.money.accounts import BalanceWrite, balance_update
 from shared.money.idempotency import SuccessRecord
 

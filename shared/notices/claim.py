@@ -27,8 +27,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from shared.db.schema import AspNetUser, AuditEvent, SubscriberNotice
-from shared.db.storable_text import column_length
-from shared.db.writes import rows_matched
+from shared.db.types import column_length
+from shared.db.uow import rows_matched
 from shared.notices.claim_sql import claim_statement
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)

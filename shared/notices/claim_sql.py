@@ -23,7 +23,7 @@ from sqlalchemy import (
     update,
 )
 
-from shared.db.dialects import DialectName, for_dialect
+from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import SubscriberNotice
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)

@@ -16,13 +16,17 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import DBAPIError
 
-from shared.db.engine import EngineOptions, build_engine
+from shared.db.engine import (
+    EngineOptions,
+    build_engine,
+    connect_with_retry,
+    lock_timeout_statement,
+)
 from shared.db.faults import (
     MSSQL_TRANSIENT_NUMBERS,
     MSSQL_UNAVAILABLE_SQLSTATES,
     driver_fault,
 )
-from shared.db.mssql_bounds import connect_with_retry, lock_timeout_statement
 from shared.errors import DatabaseUnavailable, LockTimeout, TransactionRolledBack
 from tests.support.services import service_missing
 from tests.support.tsql_parse import parse_problem

@@ -1,4 +1,4 @@
-"""shared.db.storable_text: what a caller's string must be before SQL sees it, the same rule on
+"""shared.db.types: what a caller's string must be before SQL sees it, the same rule on
 SQL Server, PostgreSQL and SQLite (no NUL, no lone surrogate, at most the column's length in
 UTF-16 code units)."""
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.db.schema import AspNetUser, IdempotencyRecord
-from shared.db.storable_text import column_length, unstorable_reason
+from shared.db.types import column_length, unstorable_reason
 from shared.money.idempotency import MAX_KEY_LENGTH
 from tests.support.ids import readable
 

@@ -16,6 +16,12 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+# The column types of shared/db/types.py as this revision created them, each spelled once.
+LONG_TEXT = sa.Text().with_variant(mssql.NVARCHAR(), "mssql")
+UTC = sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql")
+HASH32 = sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql")
+MONEY = sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite")
+
 
 def upgrade() -> None:
     """Every table, index and constraint.
@@ -28,49 +34,30 @@ def upgrade() -> None:
         sa.Column("Email", sa.Unicode(length=256), nullable=True),
         sa.Column("NormalizedEmail", sa.Unicode(length=256), nullable=True),
         sa.Column("EmailConfirmed", sa.Boolean(), nullable=False),
-        sa.Column("PasswordHash", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
-        sa.Column(
-            "SecurityStamp", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True
-        ),
-        sa.Column(
-            "ConcurrencyStamp", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True
-        ),
-        sa.Column("PhoneNumber", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
+        sa.Column("PasswordHash", LONG_TEXT, nullable=True),
+        sa.Column("SecurityStamp", LONG_TEXT, nullable=True),
+        sa.Column("ConcurrencyStamp", LONG_TEXT, nullable=True),
+        sa.Column("PhoneNumber", LONG_TEXT, nullable=True),
         sa.Column("PhoneNumberConfirmed", sa.Boolean(), nullable=False),
         sa.Column("TwoFactorEnabled", sa.Boolean(), nullable=False),
-        sa.Column(
-            "LockoutEnd",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("LockoutEnd", UTC, nullable=True),
         sa.Column("LockoutEnabled", sa.Boolean(), nullable=False),
         sa.Column("AccessFailedCount", sa.Integer(), nullable=False),
         sa.Column("AzureTag", sa.Unicode(length=64), nullable=False),
-        sa.Column("PinHash", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
+        sa.Column("PinHash", LONG_TEXT, nullable=True),
         sa.Column("PinAccessFailedCount", sa.Integer(), server_default="0", nullable=False),
-        sa.Column(
-            "PinLockoutEnd",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("PinLockoutEnd", UTC, nullable=True),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AspNetUsers")),
         sa.UniqueConstraint("AzureTag", name=op.f("UQ_AspNetUsers_AzureTag")),
         sa.UniqueConstraint("NormalizedUserName", name=op.f("UQ_AspNetUsers_NormalizedUserName")),
     )
-    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("IX_AspNetUsers_NormalizedEmail"), ["NormalizedEmail"], unique=False
-        )
+    op.create_index(op.f("IX_AspNetUsers_NormalizedEmail"), "AspNetUsers", ["NormalizedEmail"])
 
     op.create_table(
         "AuditChainTail",
         sa.Column("Id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("LastSequence", sa.BigInteger(), nullable=False),
-        sa.Column(
-            "LastHash",
-            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
-            nullable=False,
-        ),
+        sa.Column("LastHash", HASH32, nullable=False),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditChainTail")),
     )
     # The tail row every append locks (shared/audit/tail_sql.py): it exists before the first
@@ -90,29 +77,14 @@ def upgrade() -> None:
         sa.Column("PayloadVersion", sa.Integer(), nullable=False),
         sa.Column("ActorUserId", sa.Unicode(length=450), nullable=True),
         sa.Column("Event", sa.Unicode(length=64), nullable=False),
-        sa.Column(
-            "OccurredAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
-        sa.Column("Details", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
-        sa.Column(
-            "PreviousHash",
-            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "RowHash",
-            sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql"),
-            nullable=False,
-        ),
+        sa.Column("OccurredAt", UTC, nullable=False),
+        sa.Column("Details", LONG_TEXT, nullable=True),
+        sa.Column("PreviousHash", HASH32, nullable=False),
+        sa.Column("RowHash", HASH32, nullable=False),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_AuditEvents")),
         sa.UniqueConstraint("Sequence", name=op.f("UQ_AuditEvents_Sequence")),
     )
-    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
-        batch_op.create_index(
-            "IX_AuditEvents_ActorUserId_Event", ["ActorUserId", "Event"], unique=False
-        )
+    op.create_index("IX_AuditEvents_ActorUserId_Event", "AuditEvents", ["ActorUserId", "Event"])
 
     op.create_table(
         "IdempotencyRecords",
@@ -123,17 +95,9 @@ def upgrade() -> None:
         sa.Column("RequestHash", sa.Unicode(length=64), nullable=False),
         sa.Column("State", sa.Unicode(length=16), nullable=False),
         sa.Column("ResponseStatus", sa.Integer(), nullable=True),
-        sa.Column("ResponseBody", sa.Text().with_variant(mssql.NVARCHAR(), "mssql"), nullable=True),
-        sa.Column(
-            "CreatedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "CompletedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("ResponseBody", LONG_TEXT, nullable=True),
+        sa.Column("CreatedAt", UTC, nullable=False),
+        sa.Column("CompletedAt", UTC, nullable=True),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_IdempotencyRecords")),
         sa.UniqueConstraint(
             "UserId", "Operation", "Key", name=op.f("UQ_IdempotencyRecords_UserId_Operation_Key")
@@ -144,48 +108,27 @@ def upgrade() -> None:
         sa.Column("Id", sa.Uuid(), nullable=False),
         sa.Column("UserId", sa.Unicode(length=450), nullable=False),
         sa.Column("Name", sa.Unicode(length=100), nullable=False),
-        sa.Column(
-            "Balance",
-            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
-            nullable=False,
-        ),
+        sa.Column("Balance", MONEY, nullable=False),
         sa.Column("Currency", sa.Unicode(length=3), nullable=False),
         sa.Column("IsDeleted", sa.Boolean(), server_default=sa.false(), nullable=False),
-        sa.Column(
-            "CreatedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
+        sa.Column("CreatedAt", UTC, nullable=False),
         sa.Column("Version", sa.Integer(), server_default="1", nullable=False),
         sa.ForeignKeyConstraint(
             ["UserId"], ["AspNetUsers.Id"], name=op.f("FK_Accounts_AspNetUsers_UserId")
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Accounts")),
     )
-    with op.batch_alter_table("Accounts", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("IX_Accounts_UserId"), ["UserId"], unique=False)
+    op.create_index(op.f("IX_Accounts_UserId"), "Accounts", ["UserId"])
 
     op.create_table(
         "SubscriberNotices",
         sa.Column("Id", sa.Uuid(), nullable=False),
         sa.Column("UserId", sa.Unicode(length=450), nullable=False),
         sa.Column("Kind", sa.Unicode(length=32), nullable=False),
-        sa.Column(
-            "CreatedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "DeliveredAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("CreatedAt", UTC, nullable=False),
+        sa.Column("DeliveredAt", UTC, nullable=True),
         sa.Column("DeliveryReceipt", sa.Unicode(length=400), nullable=True),
-        sa.Column(
-            "LeasedUntil",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("LeasedUntil", UTC, nullable=True),
         sa.Column("LeasedBy", sa.Unicode(length=200), nullable=True),
         sa.Column("AuditEventId", sa.Uuid(), nullable=True),
         # ADR-0048 D2: both lease columns or neither; column expressions so each dialect
@@ -205,48 +148,38 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_SubscriberNotices")),
     )
-    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
-        batch_op.create_index("IX_SubscriberNotices_AuditEventId", ["AuditEventId"], unique=False)
-        batch_op.create_index("IX_SubscriberNotices_LeasedBy", ["LeasedBy"], unique=False)
-        batch_op.create_index(
-            "IX_SubscriberNotices_Owed_CreatedAt",
-            ["CreatedAt"],
-            unique=False,
-            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
-            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
-            mssql_where=sa.text("[DeliveredAt] IS NULL"),
-        )
-        batch_op.create_index(batch_op.f("IX_SubscriberNotices_UserId"), ["UserId"], unique=False)
+    op.create_index("IX_SubscriberNotices_AuditEventId", "SubscriberNotices", ["AuditEventId"])
+    op.create_index("IX_SubscriberNotices_LeasedBy", "SubscriberNotices", ["LeasedBy"])
+    op.create_index(
+        "IX_SubscriberNotices_Owed_CreatedAt",
+        "SubscriberNotices",
+        ["CreatedAt"],
+        postgresql_where=sa.text('"DeliveredAt" IS NULL'),
+        sqlite_where=sa.text('"DeliveredAt" IS NULL'),
+        mssql_where=sa.text("[DeliveredAt] IS NULL"),
+    )
+    op.create_index(op.f("IX_SubscriberNotices_UserId"), "SubscriberNotices", ["UserId"])
 
     op.create_table(
         "Transactions",
         sa.Column("Id", sa.Uuid(), nullable=False),
         sa.Column("AccountId", sa.Uuid(), nullable=False),
         sa.Column("Type", sa.Unicode(length=16), nullable=False),
-        sa.Column(
-            "Amount",
-            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
-            nullable=False,
-        ),
+        sa.Column("Amount", MONEY, nullable=False),
         sa.Column("Status", sa.Unicode(length=16), nullable=False),
         sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=True),
         sa.Column("CounterpartyAccountId", sa.Uuid(), nullable=True),
-        sa.Column(
-            "CreatedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
+        sa.Column("CreatedAt", UTC, nullable=False),
         sa.ForeignKeyConstraint(
             ["AccountId"], ["Accounts.Id"], name=op.f("FK_Transactions_Accounts_AccountId")
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Transactions")),
     )
-    with op.batch_alter_table("Transactions", schema=None) as batch_op:
-        batch_op.create_index(
-            "IX_Transactions_AccountId_Type_CreatedAt",
-            ["AccountId", "Type", "CreatedAt"],
-            unique=False,
-        )
+    op.create_index(
+        "IX_Transactions_AccountId_Type_CreatedAt",
+        "Transactions",
+        ["AccountId", "Type", "CreatedAt"],
+    )
 
     op.create_table(
         "TransferAuthorizations",
@@ -254,27 +187,11 @@ def upgrade() -> None:
         sa.Column("UserId", sa.Unicode(length=450), nullable=False),
         sa.Column("AccountId", sa.Uuid(), nullable=False),
         sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=False),
-        sa.Column(
-            "Amount",
-            sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite"),
-            nullable=False,
-        ),
+        sa.Column("Amount", MONEY, nullable=False),
         sa.Column("Status", sa.Unicode(length=16), nullable=False),
-        sa.Column(
-            "CreatedAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "ExpiresAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "SpentAt",
-            sa.DateTime().with_variant(mssql.DATETIME2(precision=7), "mssql"),
-            nullable=True,
-        ),
+        sa.Column("CreatedAt", UTC, nullable=False),
+        sa.Column("ExpiresAt", UTC, nullable=False),
+        sa.Column("SpentAt", UTC, nullable=True),
         sa.Column("TransactionId", sa.Uuid(), nullable=True),
         sa.ForeignKeyConstraint(
             ["AccountId"],
@@ -288,44 +205,24 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_TransferAuthorizations")),
     )
-    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("IX_TransferAuthorizations_UserId"), ["UserId"], unique=False
-        )
+    op.create_index(op.f("IX_TransferAuthorizations_UserId"), "TransferAuthorizations", ["UserId"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("TransferAuthorizations", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_TransferAuthorizations_UserId"))
-
+    op.drop_index(op.f("IX_TransferAuthorizations_UserId"), table_name="TransferAuthorizations")
     op.drop_table("TransferAuthorizations")
-    with op.batch_alter_table("Transactions", schema=None) as batch_op:
-        batch_op.drop_index("IX_Transactions_AccountId_Type_CreatedAt")
-
+    op.drop_index("IX_Transactions_AccountId_Type_CreatedAt", table_name="Transactions")
     op.drop_table("Transactions")
-    with op.batch_alter_table("SubscriberNotices", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_SubscriberNotices_UserId"))
-        batch_op.drop_index(
-            "IX_SubscriberNotices_Owed_CreatedAt",
-            postgresql_where=sa.text('"DeliveredAt" IS NULL'),
-            sqlite_where=sa.text('"DeliveredAt" IS NULL'),
-            mssql_where=sa.text("[DeliveredAt] IS NULL"),
-        )
-        batch_op.drop_index("IX_SubscriberNotices_LeasedBy")
-        batch_op.drop_index("IX_SubscriberNotices_AuditEventId")
-
+    op.drop_index(op.f("IX_SubscriberNotices_UserId"), table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_Owed_CreatedAt", table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_LeasedBy", table_name="SubscriberNotices")
+    op.drop_index("IX_SubscriberNotices_AuditEventId", table_name="SubscriberNotices")
     op.drop_table("SubscriberNotices")
-    with op.batch_alter_table("Accounts", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_Accounts_UserId"))
-
+    op.drop_index(op.f("IX_Accounts_UserId"), table_name="Accounts")
     op.drop_table("Accounts")
     op.drop_table("IdempotencyRecords")
-    with op.batch_alter_table("AuditEvents", schema=None) as batch_op:
-        batch_op.drop_index("IX_AuditEvents_ActorUserId_Event")
-
+    op.drop_index("IX_AuditEvents_ActorUserId_Event", table_name="AuditEvents")
     op.drop_table("AuditEvents")
     op.drop_table("AuditChainTail")
-    with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("IX_AspNetUsers_NormalizedEmail"))
-
+    op.drop_index(op.f("IX_AspNetUsers_NormalizedEmail"), table_name="AspNetUsers")
     op.drop_table("AspNetUsers")

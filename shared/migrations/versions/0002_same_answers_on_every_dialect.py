@@ -9,8 +9,6 @@ Create Date: 2026-12-01 10:00:00.000000
 
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mssql
@@ -25,11 +23,9 @@ BIN2 = "Latin1_General_100_BIN2"
 
 
 def _lease_check() -> sa.ColumnElement[bool]:
-    leased_until: sa.ColumnClause[Any] = sa.column("LeasedUntil")
-    leased_by: sa.ColumnClause[Any] = sa.column("LeasedBy")
     return sa.or_(
-        sa.and_(leased_until.is_(None), leased_by.is_(None)),
-        sa.and_(leased_until.is_not(None), leased_by.is_not(None)),
+        sa.and_(sa.column("LeasedUntil").is_(None), sa.column("LeasedBy").is_(None)),
+        sa.and_(sa.column("LeasedUntil").is_not(None), sa.column("LeasedBy").is_not(None)),
     )
 
 
