@@ -8,11 +8,20 @@ import json
 import uuid
 from collections.abc import Callable, Coroutine
 from decimal import Decimal
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from fastapi import Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from pydantic import WithJsonSchema
+
+# Money out keeps its Decimal: bodies are dumped in python mode and written by dumps below.
+MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
+
+
+def cents(amount: Decimal) -> Decimal:
+    """The canonical form of an amount (100 and 100.00 are one amount)."""
+    return amount.quantize(Decimal("0.01"))
 
 
 class UnholdableNumber:

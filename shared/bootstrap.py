@@ -133,9 +133,7 @@ class Services:
     def rails(self) -> AccountRails:
         from shared.money.rails import AccountRails
 
-        # No application lock: every wait of theirs is the connection's own lock timeout.
-        wait = self.settings.Database.LockTimeoutSeconds
-        return AccountRails(self.engine, self.clock, self._audit, busy_timeout_seconds=wait)
+        return AccountRails(self.engine, self.clock, self._audit)
 
     @functools.cached_property
     def readiness(self) -> Readiness:

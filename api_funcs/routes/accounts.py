@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api_funcs.decimal_json import ExactJSONResponse
+from api_funcs.decimal_json import ExactJSONResponse, cents
 from api_funcs.deps import CurrentUser, HostServices
 from api_funcs.problem_docs import error_code_responses
 from api_funcs.routes import operation_id
 from api_funcs.schemas.accounts import AccountView
-from api_funcs.schemas.fields import cents
 from shared.accounts.listing import list_accounts
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated

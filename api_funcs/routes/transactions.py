@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
-from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse
+from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse, cents
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
 from api_funcs.problem_docs import (
     IDEMPOTENCY_KEY_PARAMETER,
@@ -20,7 +20,7 @@ from api_funcs.problem_docs import (
     error_code_responses,
 )
 from api_funcs.routes import operation_id
-from api_funcs.schemas.fields import cents, compared_text_refusal
+from api_funcs.schemas.fields import compared_text_refusal
 from api_funcs.schemas.transactions import (
     AccountAmountBody,
     AllowanceResponse,

@@ -6,7 +6,7 @@ import uuid
 
 from pydantic import BaseModel
 
-from api_funcs.schemas.fields import MoneyOut
+from api_funcs.decimal_json import MoneyOut
 
 
 class AccountView(BaseModel):

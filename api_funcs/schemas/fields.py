@@ -1,4 +1,5 @@
-"""The field types the bodies share: money in and out, a UTC instant, an AzureTag, a PIN."""
+"""The field types the request bodies share: money in, a UTC instant, an AzureTag, a PIN (money
+out is api_funcs.decimal_json.MoneyOut)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,6 @@ Money = Annotated[
         }
     ),
 ]
-
-
-def cents(amount: Decimal) -> Decimal:
-    """The canonical form of a validated amount (100 and 100.00 are one amount)."""
-    return amount.quantize(Decimal("0.01"))
 
 
 def compared_text_refusal(text: str, units: int) -> str | None:
@@ -94,8 +90,6 @@ Pin = Annotated[
     ),
 ]
 
-# Money out keeps its Decimal: bodies are dumped in python mode and written by decimal_json.
-MoneyOut = Annotated[Decimal, WithJsonSchema({"type": "number"})]
 UtcInstant = Annotated[
     datetime,
     PlainSerializer(utc_text, return_type=str),

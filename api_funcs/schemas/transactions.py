@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import AliasGenerator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_snake
 
-from api_funcs.decimal_json import dumps
-from api_funcs.schemas.fields import AzureTag, Money, MoneyOut, Pin, UtcInstant
+from api_funcs.decimal_json import MoneyOut, dumps
+from api_funcs.schemas.fields import AzureTag, Money, Pin, UtcInstant
 
 
 class MintBody(BaseModel):

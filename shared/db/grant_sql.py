@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, TextClause, text
 
 from shared.db.engine import DialectName, for_dialect
-from shared.db.schema import AuditChainTail, AuditEvent, Base
+from shared.db.schema import AuditChainTail, AuditEvent, metadata
 
 READ_WRITE = ("SELECT", "INSERT", "UPDATE", "DELETE")
 # The migrations' own record: the readiness check reads it, only `azurebank db upgrade` writes it.
@@ -45,7 +45,7 @@ def valid_principal(name: str) -> bool:
 
 def table_privileges() -> dict[str, tuple[str, ...]]:
     """Each of the app's tables and the privileges its identity gets on it, in creation order."""
-    names = [t.name for t in Base.metadata.sorted_tables] + [VERSION_TABLE]
+    names = [t.name for t in metadata().sorted_tables] + [VERSION_TABLE]
     return {name: _NARROWER.get(name, READ_WRITE) for name in names}
 
 

@@ -7,13 +7,13 @@ from typing import Any
 from alembic import context
 
 from shared.db.engine import MIGRATION_WAITS, build_engine
-from shared.db.schema import Base
+from shared.db.schema import metadata
 
 url = context.config.get_main_option("sqlalchemy.url")
 
 
 def _migrate(**options: Any) -> None:
-    context.configure(target_metadata=Base.metadata, **options)
+    context.configure(target_metadata=metadata(), **options)
     with context.begin_transaction():
         context.run_migrations()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import TypeVar
@@ -65,11 +65,12 @@ class AccountRails:
     engine: Engine
     clock: Clock
     audit: AuditAppender
-    busy_timeout_seconds: int = field(kw_only=True)
 
     def _unit(self) -> AbstractContextManager[Session]:
-        # A read-then-write: it holds the right to write from its first statement.
-        return writing_unit_of_work(self.engine, wait_seconds=self.busy_timeout_seconds)
+        # A read-then-write: it holds the right to write from its first statement, and waits
+        # for it as for every lock, Database__LockTimeoutSeconds (the key's, the tail's, the
+        # rows'; the rails take no application lock).
+        return writing_unit_of_work(self.engine)
 
     def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
         """`move` in the key's transaction, its receipt's answer stored with the money."""

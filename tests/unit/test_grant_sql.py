@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from shared.db import grant_sql
-from shared.db.schema import Base
+from shared.db.schema import metadata
 from tests.support.tsql_parse import parse_problem, tsql_text
 
 OBJECT_ID = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
@@ -36,7 +36,7 @@ def test_each_table_grant_parses_as_t_sql_and_names_its_table() -> None:
 
 def test_the_app_identity_reads_and_writes_every_app_table_and_gets_no_ddl() -> None:
     privileges = grant_sql.table_privileges()
-    assert set(privileges) == {t.name for t in Base.metadata.tables.values()} | {"alembic_version"}
+    assert set(privileges) == {t.name for t in metadata().tables.values()} | {"alembic_version"}
     granted = {p for ps in privileges.values() for p in ps}
     assert granted == {"SELECT", "INSERT", "UPDATE", "DELETE"}
     # The chain is appended to, never rewritten; the schema's version is the migrations' own.

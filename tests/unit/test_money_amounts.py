@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from api_funcs.decimal_json import UNHOLDABLE, dumps, loads_decimal
-from api_funcs.schemas.fields import Money, cents
+from api_funcs.decimal_json import UNHOLDABLE, cents, dumps, loads_decimal
+from api_funcs.schemas.fields import Money
 
 MONEY = TypeAdapter(Money)
 

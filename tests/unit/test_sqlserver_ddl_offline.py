@@ -1,5 +1,5 @@
 """The SQL Server DDL, generated offline for the mssql dialect, carries the
-lease check and the filtered index over owed rows (shared/db/schema.py) — with no server, and
+lease check and the filtered index over owed rows (shared/db/schema/) — with no server, and
 without pyodbc, which cannot even be imported where unixODBC is missing."""
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ def test_the_normalized_tag_is_upper_of_the_tag_computed_on_sql_server(ddl: str)
 def test_every_text_column_is_nvarchar_on_sql_server(ddl: str) -> None:
     """EF's nvarchar: a VARCHAR would compare in the code page, TEXT/NTEXT are deprecated. The one
     exception is Alembic's own alembic_version table."""
-    from shared.db.schema import Base
+    from shared.db.schema import metadata
 
     mssql_dialect = mssql.dialect()
-    for table in Base.metadata.sorted_tables:
+    for table in metadata().sorted_tables:
         for column in table.columns:
             if column.computed is not None:
                 # UPPER of an NVARCHAR column is NVARCHAR.

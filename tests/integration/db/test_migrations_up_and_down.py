@@ -1,5 +1,5 @@
 """One schema, migrated up and down by Alembic on SQLite and PostgreSQL, and
-the migration builds exactly what shared/db/schema.py declares."""
+the migration builds exactly what shared/db/schema/ declares."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from shared.db import migrate
 from shared.db.engine import build_engine, dispose_engines
-from shared.db.schema import AspNetUser, Base, SubscriberNotice
+from shared.db.schema import AspNetUser, SubscriberNotice, metadata
 from tests.support.services import sqlserver_param
 
 TABLES = {
@@ -84,7 +84,7 @@ def test_the_migrated_database_matches_the_declared_schema(url_engine: tuple[str
     migrate.upgrade(url)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": False})
-        diff = compare_metadata(ctx, Base.metadata)
+        diff = compare_metadata(ctx, metadata())
     assert diff == []
 
 

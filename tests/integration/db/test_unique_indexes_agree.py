@@ -15,7 +15,7 @@ from sqlalchemy import PrimaryKeyConstraint, String, UniqueConstraint
 from sqlalchemy.dialects import mssql
 
 from shared.db.migrate import offline_sql
-from shared.db.schema import Base
+from shared.db.schema import metadata
 
 MSSQL_URL = "mssql+pyodbc://u:p@h/db?driver=ODBC+Driver+18+for+SQL+Server"
 POSTGRES_URL = "postgresql+psycopg://u@h/db"
@@ -88,7 +88,7 @@ def _comparison(dialect: str, ddl: str, table: str, column: str) -> str:
 
 def _unique_text_columns() -> list[tuple[str, str, str]]:
     found = []
-    for table in Base.metadata.sorted_tables:
+    for table in metadata().sorted_tables:
         uniques = [
             c for c in table.constraints if isinstance(c, UniqueConstraint | PrimaryKeyConstraint)
         ]

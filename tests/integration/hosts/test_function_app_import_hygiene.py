@@ -64,6 +64,8 @@ _CODE = textwrap.dedent(
     seen["health"] = sorted(sys.modules)
     seen["accounts_status"] = call("accounts", {"Authorization": "Bearer not-a-token"})
     seen["accounts"] = sorted(sys.modules)
+    from shared.db.schema import Base
+    seen["mapped"] = sorted(mapper.class_.__name__ for mapper in Base.registry.mappers)
     print(json.dumps(seen))
     """
 )
@@ -107,3 +109,11 @@ def test_a_token_under_a_local_key_loads_no_jwks_machinery_and_no_optional_sdk(
     assert imported["accounts_status"] == 401
     assert "jwt" in imported["accounts"]
     assert _loaded(imported["accounts"], NEVER) == []
+
+
+def test_the_first_requests_map_only_the_tables_their_routes_read(
+    imported: dict[str, Any],
+) -> None:
+    # The accounts route reads its caller's user and accounts; the other six tables' classes are
+    # mapped when a route that reads them first runs.
+    assert imported["mapped"] == ["Account", "AspNetUser"]

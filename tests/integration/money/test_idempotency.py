@@ -184,6 +184,20 @@ def test_a_completed_key_records_the_instant_its_success_was_stored(db_url: str)
         assert (record.State, record.CompletedAt) == (IdempotencyState.COMPLETED, bank.clock.now())
 
 
+@pytest.mark.parametrize("path", [DEPOSIT, WITHDRAWAL])
+def test_a_completed_deposit_or_withdrawal_key_records_the_instant_its_success_was_stored(
+    db_url: str, path: str
+) -> None:
+    with open_bank(db_url) as bank:
+        alice = bank.customer(balance=100)
+        bank.clock.advance(5)
+        headers = {**bank.headers(alice), "Idempotency-Key": unique_key()}
+        body = {"accountId": str(alice.primary), "amount": 10}
+        assert bank.client.post(path, json=body, headers=headers).status_code == 201
+        (record,) = _records(db_url, alice.user_id)
+        assert (record.State, record.CompletedAt) == (IdempotencyState.COMPLETED, bank.clock.now())
+
+
 def test_keys_are_scoped_to_the_user_and_the_operation(db_url: str) -> None:
     with open_bank(db_url) as bank:
         alice, bob = bank.customer(balance=100), bank.customer(balance=100)

@@ -33,9 +33,7 @@ from tests.support.users import make_user
 
 
 def _rails(db_url: str, clock: FakeClock) -> AccountRails:
-    return AccountRails(
-        get_engine(db_url), clock, AuditChain(base64.b64decode(CHAIN_KEY)), busy_timeout_seconds=5
-    )
+    return AccountRails(get_engine(db_url), clock, AuditChain(base64.b64decode(CHAIN_KEY)))
 
 
 def test_an_internal_transfer_writes_a_transfer_out_and_a_transfer_in_naming_each_other(

@@ -267,7 +267,7 @@ class _Bank:
 
 
 def _rails(url: str, audit: AuditAppender) -> tuple[AccountRails, User]:
-    rails = AccountRails(get_engine(url), FakeClock(START), audit, busy_timeout_seconds=10)
+    rails = AccountRails(get_engine(url), FakeClock(START), audit)
     return rails, make_user(url, FakeClock(START), balance=BALANCE, accounts=2)
 
 

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -254,3 +255,50 @@ def test_a_duplicate_arriving_before_the_write_waits_on_the_key_and_replays_ours
         chain_intact=True,
         record=(IdempotencyState.COMPLETED.value, '{"balance":"90.0000"}'),
     )
+
+
+def test_a_spend_lost_before_the_write_is_invalid_beside_another_expired_pending_authorization(
+    fresh_postgres_url: str,
+) -> None:
+    """The refusal of a lost spend reads that authorization's own row: another customer's
+    authorization, still Pending and already expired, does not make ours AUTHORIZATION_EXPIRED."""
+    with open_bank(fresh_postgres_url) as bank:
+        scene = Scene(bank, write_transfer)
+        carol, dave = bank.customer(balance=100), bank.customer()
+        other = uuid.UUID(bank.authorize(carol, 5, dave))
+        expired = bank.clock.now() - timedelta(hours=1)
+
+        def another_expires_and_ours_is_spent() -> None:
+            scene.meanwhile(
+                update(TransferAuthorization)
+                .where(TransferAuthorization.Id == other)
+                .values(ExpiresAt=expired)
+            )
+            scene.meanwhile(
+                update(TransferAuthorization)
+                .where(TransferAuthorization.Id == scene.auth)
+                .values(Status=AuthorizationStatus.SPENT.value)
+            )
+
+        with pytest.raises(DomainError) as refused:
+            scene.pay(another_expires_and_ours_is_spent)
+    assert (refused.value.status, refused.value.error_code) == (401, "AUTHORIZATION_INVALID")
+
+
+def test_a_spend_lost_to_another_spend_is_invalid_whatever_the_authorizations_expiry(
+    fresh_postgres_url: str,
+) -> None:
+    """Only a Pending authorization can be reported expired: one another spend took is
+    AUTHORIZATION_INVALID even when its expiry has passed by the time the refusal reads it."""
+    with open_bank(fresh_postgres_url) as bank:
+        scene = Scene(bank, write_transfer)
+        expired = bank.clock.now() - timedelta(hours=1)
+        with pytest.raises(DomainError) as refused:
+            scene.pay(
+                lambda: scene.meanwhile(
+                    update(TransferAuthorization)
+                    .where(TransferAuthorization.Id == scene.auth)
+                    .values(Status=AuthorizationStatus.SPENT.value, ExpiresAt=expired)
+                )
+            )
+    assert (refused.value.status, refused.value.error_code) == (401, "AUTHORIZATION_INVALID")

@@ -1,0 +1,97 @@
+"""The schema, in the .NET API's EF names (PascalCase), so a database shared with the API is the
+same database (docs/database.md). Constraint names come from one naming convention, so they are the
+same on SQL Server, PostgreSQL and SQLite and a migration can name them.
+
+Each table's class is declared in the module of its part of the bank and mapped when it is first
+named (`from shared.db.schema import Account`): a cold Functions instance whose first request
+lists accounts maps the two tables it reads, not all eight (bench/cold_start.py). What needs every
+table (the migrations, the grants) reads `metadata()`."""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import MetaData
+from sqlalchemy.orm import DeclarativeBase
+
+if TYPE_CHECKING:
+    from shared.db.schema.audit import AuditChainTail as AuditChainTail
+    from shared.db.schema.audit import AuditEvent as AuditEvent
+    from shared.db.schema.money import IdempotencyRecord as IdempotencyRecord
+    from shared.db.schema.money import Transaction as Transaction
+    from shared.db.schema.money import TransferAuthorization as TransferAuthorization
+    from shared.db.schema.notices import SubscriberNotice as SubscriberNotice
+    from shared.db.schema.users import Account as Account
+    from shared.db.schema.users import AspNetUser as AspNetUser
+
+NAMING_CONVENTION = {
+    "ix": "IX_%(table_name)s_%(column_0_N_name)s",
+    "uq": "UQ_%(table_name)s_%(column_0_N_name)s",
+    "ck": "CK_%(table_name)s_%(constraint_name)s",
+    "fk": "FK_%(table_name)s_%(referred_table_name)s_%(column_0_name)s",
+    "pk": "PK_%(table_name)s",
+}
+
+# Each table's class, by the module that declares it.
+_DECLARED_IN = {
+    "AspNetUser": "users",
+    "Account": "users",
+    "Transaction": "money",
+    "TransferAuthorization": "money",
+    "IdempotencyRecord": "money",
+    "AuditEvent": "audit",
+    "AuditChainTail": "audit",
+    "SubscriberNotice": "notices",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def metadata() -> MetaData:
+    """Every table: read this, not `Base.metadata`, which holds only the tables mapped so far."""
+    for module in set(_DECLARED_IN.values()):
+        importlib.import_module(f"{__name__}.{module}")
+    return Base.metadata
+
+
+def __getattr__(name: str) -> Any:
+    module = _DECLARED_IN.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    table = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = table
+    return table
+
+
+class TransactionType(enum.StrEnum):
+    DEPOSIT = "Deposit"
+    WITHDRAWAL = "Withdrawal"
+    TRANSFER_IN = "TransferIn"
+    TRANSFER_OUT = "TransferOut"
+
+
+class TransactionStatus(enum.StrEnum):
+    COMPLETED = "Completed"  # every writer sets this today (ADR-0050 context)
+    PENDING = "Pending"  # nothing writes it yet; D3's filter decides nothing until something does
+    FAILED = "Failed"
+
+
+class AuthorizationStatus(enum.StrEnum):
+    PENDING = "Pending"  # minted, not yet spent (a refused spend leaves it here, ADR-0050 A3)
+    SPENT = "Spent"
+
+
+class NoticeKind(enum.StrEnum):
+    PIN_ENROLLED = "PinEnrolled"
+    PIN_CHANGED = "PinChanged"
+
+
+class IdempotencyState(enum.StrEnum):
+    # The key's row while its money transaction is open, uncommitted (a duplicate waits on it);
+    # committed only by the protocol before the claim moved into that transaction.
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"  # a success, stored with the money it moved
