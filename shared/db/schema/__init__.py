@@ -53,7 +53,7 @@ class Base(DeclarativeBase):
 
 def metadata() -> MetaData:
     """Every table: read this, not `Base.metadata`, which holds only the tables mapped so far."""
-    for module in set(_DECLARED_IN.values()):
+    for module in dict.fromkeys(_DECLARED_IN.values()):  # in one order, run after run
         importlib.import_module(f"{__name__}.{module}")
     return Base.metadata
 
