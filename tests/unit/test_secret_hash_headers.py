@@ -10,6 +10,7 @@ import struct
 
 import pytest
 
+from shared.identity import passwords
 from shared.identity.passwords import hash_secret, verify_secret
 
 SECRET = "correct horse battery staple"
@@ -45,3 +46,12 @@ def test_a_hash_with_a_stray_character_is_a_mismatch_not_read_around() -> None:
     hashed = hash_secret(SECRET, iterations=1)
     assert verify_secret(hashed, SECRET)
     assert verify_secret(hashed[:10] + "!" + hashed[10:], SECRET) is False
+
+
+def test_the_iteration_bound_is_the_most_work_a_stored_hash_may_ask_for_inclusive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The real bound (10,000,000) costs seconds of PBKDF2 to verify at; the rule is the same at 5.
+    monkeypatch.setattr(passwords, "MAX_ITERATIONS", 5)
+    assert verify_secret(_v3(iterations=5), SECRET)
+    assert verify_secret(_v3(iterations=6), SECRET) is False
