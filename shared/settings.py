@@ -1,10 +1,8 @@
-"""App settings: frozen dataclasses read from `Section__Key` (or `Section:Key`) variables.
-
-Every error names the key as an operator spells it and says the fix (docs/settings.md); each
-field's `Rule` states what its key accepts, and `check_host` what each host needs (ADR-0048 D6).
-Not pydantic, and no generated `__repr__`/`__eq__`: the Functions host checks its settings while
-the worker indexes, where pydantic cost a cold instance ~45 ms (bench/README.md); a docstring
-spares each class a signature, and without a `__repr__` nothing prints a secret.
+"""App settings: frozen dataclasses read from `Section__Key` (or `Section:Key`) variables; each
+field's `Rule` states what its key accepts, `check_host` what each host needs (ADR-0048 D6), and
+every error names the key as an operator spells it and its fix (docs/settings.md). Not pydantic,
+and each class has a docstring and no `__repr__`/`__eq__`: the worker checks the settings while
+it indexes (bench/README.md), and nothing prints a secret.
 """
 
 from __future__ import annotations
@@ -61,13 +59,15 @@ _PARSED = object()
 
 @dataclass(frozen=True, repr=False, eq=False)
 class Rule:
-    """How one setting's text becomes its value: the parse, a number's bounds, a blank's value."""
+    """How one setting's text becomes its value: the parse, a number's bounds, a blank's value;
+    a secret's text is never echoed."""
 
     parse: Callable[[str], Any]
     low: int | Decimal | None = None
     high: int | Decimal | None = None
     places: int | None = None
     blank: Any = _PARSED
+    secret: bool = False
 
 
 class _Refused(ValueError):
@@ -124,8 +124,10 @@ def _chain_key(text: str) -> str:
     return text
 
 
-def parsed(default: Any, parse: Callable[[str], Any], *, blank: Any = _PARSED) -> Any:
-    return setting(default, Rule(parse, blank=blank))
+def parsed(
+    default: Any, parse: Callable[[str], Any], *, blank: Any = _PARSED, secret: bool = False
+) -> Any:
+    return setting(default, Rule(parse, blank=blank, secret=secret))
 
 
 def amount(default: str, above: int, below: Decimal, places: int) -> Any:
@@ -136,15 +138,15 @@ def whole(default: int, low: int, high: int) -> Any:
     return setting(default, Rule(_whole, low, high))
 
 
-def text(*, blank_is_unset: bool = False) -> Any:
-    return parsed(None, str, blank=None if blank_is_unset else _PARSED)
+def text(*, blank_is_unset: bool = False, secret: bool = False) -> Any:
+    return parsed(None, str, blank=None if blank_is_unset else _PARSED, secret=secret)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class DatabaseSettings:
     """`Database__*`: where the database is, its pool, and every wait on it."""
 
-    Url: str | None = text()
+    Url: str | None = text(secret=True)
     # Per process: instances x (PoolSize + MaxOverflow) must fit the database's tier.
     PoolSize: int = whole(10, 1, 100)
     MaxOverflow: int = whole(20, 0, 100)
@@ -181,7 +183,7 @@ class NoticesSettings:
 class NoticesStorageSettings:
     """Where the blob pickup container lives: a connection string, or a managed identity's URI."""
 
-    ConnectionString: str | None = text()
+    ConnectionString: str | None = text(secret=True)
     blobServiceUri: str | None = text()
 
 
@@ -200,14 +202,14 @@ class AuthSettings:
     Issuer: str | None = text()
     Audience: str | None = text()
     JwksUrl: str | None = text()
-    SigningKey: str | None = text()
+    SigningKey: str | None = text(secret=True)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
 class AuditSettings:
     """`Audit__*`: the audit chain's key."""
 
-    ChainKey: str | None = parsed(None, _chain_key, blank=None)
+    ChainKey: str | None = parsed(None, _chain_key, blank=None, secret=True)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -305,8 +307,12 @@ def fix_for(key: str) -> str:
 _IN_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
+def refusal(key: str, why: str) -> str:
+    return f"{key}: {why}. Fix: {fix_for(key)}."
+
+
 def missing(key: str, why: str) -> str:
-    return f"{key}: missing; {why}. Fix: {fix_for(key)}."
+    return refusal(key, f"missing; {why}")
 
 
 # One wording for the host check at start and for the code that needs the value.
@@ -331,14 +337,6 @@ def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return out
 
 
-_SECRET_KEYS = {
-    "Audit__ChainKey",
-    "Auth__SigningKey",
-    "NoticesStorage__ConnectionString",
-    "Database__Url",
-}
-
-
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings every host shares; SettingsError naming each key refused."""
     data = read_app_settings(os.environ if environ is None else environ)
@@ -346,13 +344,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     values: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
     for section, parsed_values in values.items():
         for name, raw in data.get(section, {}).items():
-            key = f"{section}__{name}"
+            rule: Rule = _SECTIONS[section][name].metadata["rule"]
             try:
-                parsed_values[name] = _value(_SECTIONS[section][name].metadata["rule"], raw)
+                parsed_values[name] = _value(rule, raw)
             except _Refused as refused:
-                # A secret's text is never echoed; nor is anything but a short plain value.
-                shown = "" if key in _SECRET_KEYS else f" (got {raw!r})"
-                problems.append(f"{key}: {refused}{shown}. Fix: {fix_for(key)}.")
+                shown = "" if rule.secret else f" (got {raw!r})"
+                problems.append(refusal(f"{section}__{name}", f"{refused}{shown}"))
     if problems:
         raise SettingsError(problems)
     settings = Settings(**{name: _SECTION_TYPES[name](**kw) for name, kw in values.items()})
@@ -395,14 +392,11 @@ def _cross_field_problems(s: Settings) -> list[str]:
         found, port = _URL_NAME.match(url), _URL_PORT.match(url)
         if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
             problems.append(
-                "Database__Url: not a SQLAlchemy URL for sqlite, postgresql or mssql. "
-                f"Fix: {fix_for('Database__Url')}."
+                refusal("Database__Url", "not a SQLAlchemy URL for sqlite, postgresql or mssql")
             )
         elif port is not None and port.group(1) and not port.group(1).isdigit():
             # The URL itself is never echoed: it may hold a password.
-            problems.append(
-                f"Database__Url: its port is not a number. Fix: {fix_for('Database__Url')}."
-            )
+            problems.append(refusal("Database__Url", "its port is not a number"))
     # A lock wait must run out before its statement's does, or a lock held by a dead session
     # reads as a stalled database.
     statement = s.Database.StatementTimeoutSeconds
@@ -417,10 +411,7 @@ def _cross_field_problems(s: Settings) -> list[str]:
                 f"above {seconds}."
             )
     if s.Auth.SigningKey and s.Auth.JwksUrl:
-        problems.append(
-            "Auth__SigningKey: refused because Auth__JwksUrl is set. "
-            f"Fix: {fix_for('Auth__SigningKey')}."
-        )
+        problems.append(refusal("Auth__SigningKey", "refused because Auth__JwksUrl is set"))
     return problems
 
 
@@ -477,7 +468,7 @@ def _schedule_problems(schedule: str) -> list[str]:
             why = "never fires"
             cron.get_next(float)
             return []
-    return [f"Notices__Schedule: {schedule!r} {why}. Fix: {fix_for('Notices__Schedule')}."]
+    return [refusal("Notices__Schedule", f"{schedule!r} {why}")]
 
 
 def pickup_target_problem(settings: Settings) -> str | None:
@@ -485,10 +476,10 @@ def pickup_target_problem(settings: Settings) -> str | None:
     n = settings.Notices
     if bool(n.PickupDirectory) == bool(n.PickupContainer):
         which = "both are set" if n.PickupDirectory else "neither is set"
-        return (
-            f"Notices__PickupDirectory: exactly one of Notices__PickupDirectory and "
-            f"Notices__PickupContainer must be set, and {which}. Fix: "
-            f"{fix_for('Notices__PickupDirectory')}."
+        return refusal(
+            "Notices__PickupDirectory",
+            "exactly one of Notices__PickupDirectory and Notices__PickupContainer must be set, "
+            f"and {which}",
         )
     storage = settings.NoticesStorage
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
