@@ -1,13 +1,12 @@
-"""The composition root (docs/architecture.md): `bootstrap` gives every service of a host, each
-built once on first use; a `Host` is `serve` or the Functions host around it. A test or a bench
-hands its own collaborator in here, so the services have no mode for one; nothing is built per
-request, and no FastAPI or Azure type appears here.
-"""
+"""The composition root (docs/architecture.md): `bootstrap` gives a host's services, each built
+once on first use, and takes a test's own collaborators, so no service has a mode for tests; a
+`Host` is `serve` or the Functions host around them. No FastAPI or Azure type appears here."""
 
 from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, cast
 
@@ -17,10 +16,10 @@ from shared.settings import (
     HostedKind,
     Settings,
     SettingsError,
-    fix_for,
     is_named,
     notice_contact,
     pickup_target_problem,
+    refusal,
     require_host,
 )
 from shared.telemetry import NO_TELEMETRY, Telemetry
@@ -51,23 +50,18 @@ if TYPE_CHECKING:
 LOCAL_DATABASE_URL = "sqlite:///azurebank.db"
 
 
+@dataclass(repr=False, eq=False)
 class Services:
     """Every service of one host, each built on its first use (bench/cold_start.py); `audit_chain`
     is None while Audit__ChainKey is unset, `sweep` while the host was built for no runner."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        engine: Engine,
-        clock: Clock,
-        sweep: NoticeSweep | None,
-        telemetry: Telemetry,
-        daily_limit_lock: DailyLimitLock | None,
-        transfer_writes: TransferWriter | None,
-    ) -> None:
-        self.settings, self.engine, self.clock = settings, engine, clock
-        self.sweep, self.telemetry = sweep, telemetry
-        self._daily_limit_lock, self._transfer_writes = daily_limit_lock, transfer_writes
+    settings: Settings
+    engine: Engine
+    clock: Clock
+    sweep: NoticeSweep | None
+    telemetry: Telemetry
+    daily_limit_lock: DailyLimitLock | None
+    transfer_writes: TransferWriter | None
 
     @functools.cached_property
     def tokens(self) -> TokenVerifier:
@@ -125,8 +119,8 @@ class Services:
         from shared.money.transfer_write_sql import write_transfer
         from shared.money.transfers import TransferService
 
-        lock = self._daily_limit_lock or DailyLimitLock(self.settings.DailyLimit.LockTimeoutSeconds)
-        writes = self._transfer_writes or write_transfer
+        lock = self.daily_limit_lock or DailyLimitLock(self.settings.DailyLimit.LockTimeoutSeconds)
+        writes = self.transfer_writes or write_transfer
         return TransferService(self.engine, self.clock, self.limit, lock, self._audit, writes)
 
     @functools.cached_property
@@ -221,7 +215,7 @@ def database_url(settings: Settings, *, local_default: bool) -> str:
     """Database__Url, or (for the command line and `serve` only) the local SQLite file."""
     url = settings.Database.Url
     if url is None and not local_default:
-        raise SettingsError([f"Database__Url: missing. Fix: {fix_for('Database__Url')}."])
+        raise SettingsError([refusal("Database__Url", "missing")])
     return LOCAL_DATABASE_URL if url is None else url
 
 
