@@ -1,10 +1,6 @@
-"""Domain errors, typed here and mapped to HTTP only in `api_funcs`.
-
-A refusal subclasses its category (which fixes `status`) and sets `error_code`, `title` and maybe
-`retry_after`; extension members are keyword arguments typed in `member_types`, and the OpenAPI
-document is derived from these classes (api_funcs/problem_docs.py). Each `error_code` is stable
-(docs/http.md); a `title` is safe to show anyone: no address, PIN, password, token or secret.
-"""
+"""Domain errors, typed here and mapped to HTTP only in `api_funcs` (how a refusal is declared:
+docs/http.md#problem-bodies). Each `error_code` is stable; a `title` is safe to show anyone: no
+address, PIN, password, token or secret."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ class BadRequest(DomainError):
 
 
 class ValidationFailed(BadRequest):
-    """Shaped as any body validation failure (docs/http.md): the field named, its value never
-    echoed."""
+    """Shaped as any body validation failure (docs/http.md): the field named, never its value."""
 
     error_code = "VALIDATION_FAILED"
     title = "The request body is not valid."
