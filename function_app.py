@@ -1,7 +1,6 @@
-"""The Azure Functions entry point: composition only. Importing it is the host's start: the
-settings are read and checked for this host (a refused set raises SettingsError naming the key
-and the fix, so the host indexes no function) and the relay announced; nothing connects, and
-the one Host's services are composed on the first request or tick, for both blueprints."""
+"""The Azure Functions entry point, composition only: importing it starts the one Host for both
+blueprints (docs/architecture.md#the-composition-root). A refused setting raises SettingsError
+naming the key and the fix, so the host indexes no function; nothing connects here."""
 
 import os
 

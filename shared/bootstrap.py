@@ -220,9 +220,8 @@ def database_url(settings: Settings, *, local_default: bool) -> str:
 
 
 class Host:
-    """`serve` ("api") or the Functions host ("function"), one per process. Its start checks the
-    settings (ADR-0048 D6, ADR-0051 D3) and fixes the runner's name and target, connecting
-    nothing; its services are composed on first use, once, under a lock."""
+    """`serve` ("api") or the Functions host ("function"), one per process: its start checks the
+    settings and connects nothing (docs/architecture.md#the-composition-root)."""
 
     def __init__(
         self,

@@ -44,10 +44,8 @@ class ReadinessReport:
         return all(state is CheckState.OK for state in self.checks.values())
 
     def body(self) -> dict[str, object]:
-        return {
-            "status": CheckState.OK if self.ready else CheckState.FAILING,
-            "checks": {name: state.value for name, state in self.checks.items()},
-        }
+        status = CheckState.OK if self.ready else CheckState.FAILING
+        return {"status": status.value, "checks": {k: v.value for k, v in self.checks.items()}}
 
 
 @functools.cache

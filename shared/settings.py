@@ -416,9 +416,8 @@ def _cross_field_problems(s: Settings) -> list[str]:
 
 
 def check_host(settings: Settings, host: Host) -> list[str]:
-    """The problems this host must refuse to start with (ADR-0048 D6, ADR-0051 D3): `function`
-    and `api` ask about delivery only when `Notices__Runner` names them, `verb` always, `cli`
-    nothing beyond the ranges."""
+    """The problems this host must refuse to start with (docs/settings.md, "What each host asks"):
+    `function` and `api` ask about delivery only when `Notices__Runner` names them."""
     n = settings.Notices
     problems: list[str] = []
     if host == "function" and not settings.Database.Url:
