@@ -319,21 +319,19 @@ def missing(key: str, why: str) -> str:
 CONTACT_MISSING = missing("Notices__Contact", "it is mandatory content of every notice")
 
 
+# Every key, lower-cased as `Section__Key`, to its section and name.
+_SPELLINGS = {f"{s}__{k}".lower(): (s, k) for s, keys in _SECTIONS.items() for k in keys}
+_SPELLINGS["noticesstorage"] = ("NoticesStorage", "ConnectionString")
+
+
 def read_app_settings(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """`Section__Key` and `Section:Key` variables by section, matched case-insensitively as the
     .NET binder does; `NoticesStorage` alone is the connection string."""
-    sections = {name.lower(): name for name in _SECTIONS}
-    keys = {name: {key.lower(): key for key in names} for name, names in _SECTIONS.items()}
     out: dict[str, dict[str, str]] = {}
     for raw_key, value in environ.items():
-        parts = raw_key.replace(":", "__").split("__")
-        section = sections.get(parts[0].lower())
-        if section is None:
-            continue
-        if len(parts) == 1 and section == "NoticesStorage":
-            out.setdefault(section, {})["ConnectionString"] = value
-        elif len(parts) == 2 and parts[1].lower() in keys[section]:
-            out.setdefault(section, {})[keys[section][parts[1].lower()]] = value
+        found = _SPELLINGS.get(raw_key.replace(":", "__").lower())
+        if found is not None:
+            out.setdefault(found[0], {})[found[1]] = value
     return out
 
 
