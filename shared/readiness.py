@@ -104,11 +104,8 @@ class Readiness:
         self._engine = engine
         self._timeout = timeout_seconds
         self._database = _SingleFlight("readiness-database", self._database_checks)
-        self._pickup_check = (
-            None
-            if pickup is None
-            else _SingleFlight("readiness-pickup", lambda: _state("pickup", pickup.probe))
-        )
+        probe = None if pickup is None else functools.partial(_state, "pickup", pickup.probe)
+        self._pickup_check = None if probe is None else _SingleFlight("readiness-pickup", probe)
 
     def check(self) -> ReadinessReport:
         deadline = time.monotonic() + self._timeout
