@@ -274,6 +274,8 @@ _FIXES: dict[str, str] = {
     "Notices__PickupDirectory": "set Notices__PickupDirectory to an existing directory outside any "
     "git tree (or use Notices__PickupContainer)",
     "Notices__PickupContainer": "set Notices__PickupContainer to a blob container name",
+    "NoticesStorage": "set NoticesStorage to a connection string, or "
+    "NoticesStorage__blobServiceUri to the account's blob URI (identity)",
     "Notices__Contact": "set Notices__Contact to the contact every notice must name "
     "(e.g. a support address or phone number)",
     "DailyLimit__LockTimeoutSeconds": "below Database__StatementTimeoutSeconds",
@@ -480,11 +482,7 @@ def pickup_target_problem(settings: Settings) -> str | None:
         )
     storage = settings.NoticesStorage
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
-        return (
-            "NoticesStorage: Notices__PickupContainer is set but no storage is named. Fix: set "
-            "NoticesStorage to a connection string, or NoticesStorage__blobServiceUri to the "
-            "account's blob URI (identity)."
-        )
+        return refusal("NoticesStorage", "Notices__PickupContainer is set but no storage is named")
     return None
 
 
