@@ -7,13 +7,22 @@ the last scores.
     .venv/bin/python scripts/mutation.py --resume money   go on with an interrupted run
     .venv/bin/python scripts/mutation.py --retry money    run the survivors again (new tests)
     .venv/bin/python scripts/mutation.py --report         the last runs' scores, no new run
+    .venv/bin/python scripts/mutation.py --fresh money    start over, ignoring the record
 
 Each package runs in a scratch copy of this checkout of its own, `.mutation/<package>/`
 (git-ignored), because mutmut 3 reads its settings from `[tool.mutmut]` in the pyproject.toml of
 the directory it runs in and keeps its state in `mutants/` there: the copy's pyproject.toml gets
 the package's section (the files to mutate, the tests that cover them), so packages never share
 or invalidate each other's results and the checkout itself is never touched. A run starts from a
-fresh copy unless --resume or --retry is given, so the same commit gives the same counts.
+fresh copy unless --resume or --retry is given.
+
+A run outlasts a working session (hours per package), and the copy does not outlive the
+checkout, so each verdict is also written to the package's record, `scripts/mutation-record/
+<package>.json` (tracked: commit it with the tests that earned it), every minute while mutmut
+runs. A fresh copy starts from the record: mutmut keeps a verdict while the text of the mutated
+function is unchanged (its hash in the record) and checks every mutant of a changed or new
+function again, as it does between two runs in one copy. --fresh ignores the record. A verdict
+kept from an earlier run does not see tests added since: --retry runs the survivors again.
 
 mutmut runs at the lowest priority (nice 19) with --workers workers (default 2: the machine is
 shared). It first runs the package's selection once, recording which tests execute which
@@ -40,6 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRATCH = ROOT / ".mutation"
+RECORD = ROOT / "scripts" / "mutation-record"
 VENV_BIN = ROOT / ".venv" / "bin"
 GOAL = 0.90
 
@@ -370,13 +380,43 @@ def _checkout_files() -> list[str]:
     return sorted(name for name in out.decode().split("\0") if name and (ROOT / name).is_file())
 
 
-def _prepare(package: str, *, fresh: bool) -> Path:
-    """The package's copy of the checkout with its mutmut section. A fresh copy, or the last
-    one brought up to date (changed files copied, removed ones removed, mutmut's own copy of the
-    tests dropped so it copies them again), keeping mutmut's results."""
+def _save_record(package: str) -> None:
+    """The copy's verdicts and function hashes (mutmut's `.meta` files, less the timings), by
+    source file, into the package's record."""
+    mutants = SCRATCH / package / "mutants"
+    files = {}
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        if data.get("exit_code_by_key"):
+            keep = ("exit_code_by_key", "hash_by_function_name")
+            files[meta.relative_to(mutants).as_posix()] = {k: data.get(k, {}) for k in keep}
+    if files:
+        RECORD.mkdir(exist_ok=True)
+        text = json.dumps(files, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        (RECORD / f"{package}.json").write_text(text, encoding="utf-8")
+
+
+def _seed_from_record(package: str, work: Path) -> None:
+    """Write the record's `.meta` files into a fresh copy, for mutmut to keep what holds."""
+    record = RECORD / f"{package}.json"
+    if not record.exists():
+        return
+    for name, data in json.loads(record.read_text(encoding="utf-8")).items():
+        meta = work / "mutants" / name
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+
+
+def _prepare(package: str, *, fresh: bool, seed: bool) -> Path:
+    """The package's copy of the checkout with its mutmut section. A fresh copy (seeded with
+    the package's record when `seed`), or the last one brought up to date (changed files
+    copied, removed ones removed, mutmut's own copy of the tests dropped so it copies them
+    again), keeping mutmut's results."""
     work = SCRATCH / package
     if fresh:
         shutil.rmtree(work, ignore_errors=True)
+        if seed:
+            _seed_from_record(package, work)
     files = _checkout_files()
     for name in files:
         source, target = ROOT / name, work / name
@@ -400,21 +440,23 @@ def _prepare(package: str, *, fresh: bool) -> Path:
     return work
 
 
-def _run(work: Path, workers: int, names: list[str]) -> int:
+def _run(package: str, work: Path, workers: int, names: list[str]) -> int:
     log = work / "mutmut.log"
     print(f"mutation: mutmut runs in {work.relative_to(ROOT)}/ (its output: mutmut.log)")
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     command = ["nice", "-n", "19", str(VENV_BIN / "mutmut"), "run", "--max-children"]
     with log.open("a", encoding="utf-8") as out:
-        done = subprocess.run(
-            [*command, str(workers), *names],
-            cwd=work,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
+        running = subprocess.Popen(
+            [*command, str(workers), *names], cwd=work, env=env, stdout=out, stderr=out
         )
-    return done.returncode
+        while True:
+            try:
+                code = running.wait(timeout=60)
+                break
+            except subprocess.TimeoutExpired:
+                _save_record(package)
+    _save_record(package)
+    return code
 
 
 def _status(code: int | None) -> str:
@@ -430,10 +472,18 @@ def _status(code: int | None) -> str:
 
 
 def _score(package: str) -> Score:
-    """The statuses mutmut recorded (mutants/**/*.py.meta), by mutant name."""
+    """The statuses mutmut recorded (mutants/**/*.py.meta), by mutant name; the package's
+    record where this checkout holds no copy."""
     score = Score(package)
-    for meta in sorted((SCRATCH / package / "mutants").rglob("*.py.meta")):
-        data = json.loads(meta.read_text(encoding="utf-8"))
+    mutants = SCRATCH / package / "mutants"
+    record = RECORD / f"{package}.json"
+    if mutants.is_dir():
+        metas = [json.loads(m.read_text(encoding="utf-8")) for m in sorted(mutants.rglob("*.meta"))]
+    elif record.exists():
+        metas = list(json.loads(record.read_text(encoding="utf-8")).values())
+    else:
+        metas = []
+    for data in metas:
         for name, code in sorted(data.get("exit_code_by_key", {}).items()):
             score.by_status.setdefault(_status(code), []).append(name)
     return score
@@ -460,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--resume", action="store_true", help="go on in the last copy")
     mode.add_argument("--retry", action="store_true", help="run the last survivors again")
     mode.add_argument("--report", action="store_true", help="score the last runs only")
+    mode.add_argument("--fresh", action="store_true", help="a fresh copy, ignoring the record")
     parser.add_argument("--diffs", action="store_true", help="print each survivor's diff")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.packages) - set(TESTS))
@@ -469,8 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     for package in args.packages or list(TESTS):
         if not args.report:
             names = _score(package).survivors if args.retry else []
-            work = _prepare(package, fresh=not (args.resume or args.retry))
-            code = _run(work, args.workers, names)
+            work = _prepare(package, fresh=not (args.resume or args.retry), seed=not args.fresh)
+            code = _run(package, work, args.workers, names)
             if code != 0:
                 print(f"mutation: mutmut exited {code} on {package}; see its mutmut.log")
                 return 2
