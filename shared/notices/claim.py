@@ -43,11 +43,9 @@ VERB_LEASE_SECONDS = 120
 
 
 def evidence_stands(notices: FromClause) -> ColumnElement[int]:
-    """Whether the audit row each notice belongs to still stands (ADR-0052 D3, D6), as one column
-    of a set-based read: 1 or 0. A notice naming its row asks that the row exists and its
-    `(ActorUserId, Event)` is the notice's `(UserId, Kind)`; one naming none asks the weaker
-    question, whether the user has any row of its kind. Compared in SQL, between columns, so a
-    collation treats the pair as every other comparison of them."""
+    """1 when the notice's audit row stands (ADR-0052 D3, D6): the row it names, if that row's
+    `(ActorUserId, Event)` is its `(UserId, Kind)`, or else any row of its kind for the user.
+    Compared in SQL, between columns, so a collation treats the pair as every other comparison."""
     named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
     exact = exists().where(
         named.c.Id == notices.c.AuditEventId,
@@ -198,12 +196,9 @@ class NoticeClaim:
     ) -> bool:
         """Record the delivery and clear the lease; False when the row was already delivered
         (whoever marks first wins, whatever the lease says)."""
-        marked = rows_matched(
-            session,
-            self._mark,
-            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:_RECEIPT_LENGTH]},
-        )
-        return marked == 1
+        receipt = receipt[:_RECEIPT_LENGTH]
+        parameters = {"notice_id": notice_id, "delivered_at": at, "receipt": receipt}
+        return rows_matched(session, self._mark, parameters) == 1
 
     def marked_with(self, session: Session, notice_id: uuid.UUID, receipt: str) -> bool:
         """Whether the row is marked delivered with `receipt`: after a mark whose commit's answer

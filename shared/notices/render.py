@@ -27,11 +27,8 @@ class _HeaderClassCache(HeaderRegistry):
 
     def __getitem__(self, name: str) -> type[BaseHeader]:
         key = name.lower()
-        built = self._classes.get(key)
-        if built is None:
-            # setdefault: two threads that race here both get the first class stored.
-            built = self._classes.setdefault(key, super().__getitem__(name))
-        return built
+        # setdefault: two threads that race here both get the first class stored.
+        return self._classes.get(key) or self._classes.setdefault(key, super().__getitem__(name))
 
     def map_to_type(self, name: str, cls: type[BaseHeader]) -> None:
         super().map_to_type(name, cls)
