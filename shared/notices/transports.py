@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -137,29 +138,25 @@ class PickupDirectoryTransport:
             os.close(fd)
 
 
+@dataclass(eq=False, repr=False)  # no repr: a connection string holds the account key
 class BlobContainerTransport:
     """A blob container as the pickup, for a Function with no durable disk; an upload appears whole
     or not at all. The client is built on first use (docs/settings.md says from what)."""
 
-    def __init__(
-        self,
-        container: str,
-        *,
-        connection_string: str | None = None,
-        blob_service_uri: str | None = None,
-        credential: Any = None,
-    ) -> None:
-        if not connection_string and not blob_service_uri:
+    container: str
+    _: KW_ONLY
+    connection_string: str | None = None
+    blob_service_uri: str | None = None
+    credential: Any = None
+    _client: ContainerClient | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.connection_string and not self.blob_service_uri:
             raise ValueError("a blob container transport needs a connection string or a URI")
-        self._container = container
-        self._connection_string = connection_string
-        self._blob_service_uri = blob_service_uri
-        self._credential = credential
-        self._client: ContainerClient | None = None
-        self._lock = threading.Lock()
 
     def describe(self) -> str:
-        return f"blob container {self._container}"
+        return f"blob container {self.container}"
 
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
         from azure.core.exceptions import ResourceExistsError
@@ -177,7 +174,7 @@ class BlobContainerTransport:
             if getattr(exc, "error_code", None) == "BlobAlreadyExists":
                 raise NoticeRefused(notice_id) from None
             raise
-        return f"blob:{self._container}/{name}"
+        return f"blob:{self.container}/{name}"
 
     def probe(self) -> None:
         """Readiness (shared/readiness.py): the container answers and exists; raises otherwise."""
@@ -190,18 +187,18 @@ class BlobContainerTransport:
         with self._lock:
             if self._client is not None:
                 return self._client
-            if self._connection_string:
-                service = BlobServiceClient.from_connection_string(self._connection_string)
+            if self.connection_string:
+                service = BlobServiceClient.from_connection_string(self.connection_string)
             else:
-                credential = self._credential
+                credential = self.credential
                 if credential is None:
                     from azure.identity import DefaultAzureCredential
 
                     credential = DefaultAzureCredential()
                 service = BlobServiceClient(
-                    account_url=str(self._blob_service_uri), credential=credential
+                    account_url=str(self.blob_service_uri), credential=credential
                 )
-            self._client = service.get_container_client(self._container)
+            self._client = service.get_container_client(self.container)
             return self._client
 
 
