@@ -1,7 +1,5 @@
-"""NoticeClaim: the lease on owed rows, shared by every runner (docs/decisions.md#adr-0048-d2):
-renew what this runner holds, claim up to `BatchSize − held` more in one statement, re-read what
-it holds by name, and mark each row delivered with `DeliveredAt` as the concurrency token. Every
-statement is built once per runner (shared/db/prebuilt.py says why); nothing here commits."""
+"""NoticeClaim: every runner's lease on owed rows (docs/decisions.md#adr-0048-d2). Each statement
+is built once per runner (shared/db/prebuilt.py says why); nothing here commits."""
 
 from __future__ import annotations
 

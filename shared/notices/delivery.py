@@ -1,9 +1,8 @@
 """NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
-transport → mark, and the outcome each attempt returns (docs/decisions.md#adr-0048-d4). The first
-step that cannot go on answers the outcome; no outcome or log line holds the address, a path or a
-recipient. The mark is its own short writing unit after the transport (no transaction is open
-across I/O), tried again after a database fault while its lease holds: a file beside an unmarked
-row is refused every lease until an operator acts."""
+transport → mark (docs/decisions.md#adr-0048-d4); the first that cannot go on answers the outcome,
+and no outcome or log line holds the address, a path or a recipient. The mark is its own writing
+unit after the transport (none is open across I/O), retried after a database fault while the
+lease holds: a file beside an unmarked row is refused every lease."""
 
 from __future__ import annotations
 

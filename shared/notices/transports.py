@@ -1,6 +1,5 @@
-"""Where a rendered notice lands, behind one interface; nothing here sends. Both transports name
-the notice `{noticeId}.eml` and never overwrite (an existing name is NoticeRefused); messages and
-receipts carry the file name at most, never a directory path or a recipient. The pickup
+"""Where a rendered notice lands, named `{noticeId}.eml` and never overwritten; nothing here sends.
+Messages and receipts carry at most the file name, never a path or a recipient. The pickup
 directory's guard (docs/decisions.md#adr-0048-d6) is here too."""
 
 from __future__ import annotations
@@ -32,9 +31,7 @@ class NoticeRefused(Exception):
 class NoticeTransport(Protocol):
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str: ...
 
-    def describe(self) -> str:
-        """A one-line target, safe to log: no path, no address."""
-        ...
+    def describe(self) -> str: ...  # a one-line target, safe to log: no path, no address
 
 
 @runtime_checkable
@@ -43,8 +40,7 @@ class LeavesTemporaryFiles(Protocol):
     (docs/operations.md#crash-leftovers-and-what-removes-them)."""
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
-        """How many it removed, how many it could not, and the first failure's exception type
-        (an OS error's text holds the path)."""
+        """(removed, could not remove, the first failure's type: an OS error's text holds a path)"""
         ...
 
 
@@ -107,9 +103,8 @@ class PickupDirectoryTransport:
         os.unlink(name)
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
-        """Remove the temporaries of runners killed between their write and their link: regular
-        files named exactly as `deliver` names them, last modified more than `older_than` (longer
-        than any runner's lease) before `now`."""
+        """Remove dead runners' temporaries: regular files named exactly as `deliver` names them,
+        last modified more than `older_than` (longer than any runner's lease) before `now`."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
         with os.scandir(self._directory) as entries:
