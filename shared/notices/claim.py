@@ -45,14 +45,12 @@ def evidence_stands(notices: FromClause) -> ColumnElement[int]:
     `(ActorUserId, Event)` is its `(UserId, Kind)`, or else any row of its kind for the user.
     Compared in SQL, between columns, so a collation treats the pair as every other comparison."""
     named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
-    exact = exists().where(
-        named.c.Id == notices.c.AuditEventId,
-        named.c.ActorUserId == notices.c.UserId,
-        named.c.Event == notices.c.Kind,
-    )
-    weaker = exists().where(
-        any_of_kind.c.ActorUserId == notices.c.UserId, any_of_kind.c.Event == notices.c.Kind
-    )
+
+    def of_this_notice(row: FromClause) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+        return (row.c.ActorUserId == notices.c.UserId, row.c.Event == notices.c.Kind)
+
+    exact = exists().where(named.c.Id == notices.c.AuditEventId, *of_this_notice(named))
+    weaker = exists().where(*of_this_notice(any_of_kind))
     # CASE around EXISTS: SQL Server has no boolean in a select list.
     return case(
         (notices.c.AuditEventId.is_not(None), case((exact, 1), else_=0)),
