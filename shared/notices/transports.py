@@ -63,7 +63,7 @@ class PickupDirectoryTransport:
     """A pickup directory on a local disk: the file appears whole or not at all."""
 
     def __init__(self, directory: Path | str) -> None:
-        self._directory = Path(directory)
+        self.directory = Path(directory)
 
     def describe(self) -> str:
         # The path may name a user's home; the key tells an operator where to look.
@@ -73,9 +73,7 @@ class PickupDirectoryTransport:
         name = notice_file_name(notice_id)
         # In the same directory (the link stays on one file system); created new (never through
         # a symlink or over a name) and 0600 from the start: an address at rest.
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{notice_id}.", suffix=".tmp", dir=self._directory
-        )
+        fd, temporary = tempfile.mkstemp(prefix=f".{notice_id}.", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(message)
@@ -83,7 +81,7 @@ class PickupDirectoryTransport:
                 os.fsync(handle.fileno())
             try:
                 # link(2) refuses an existing name: the exclusive create.
-                os.link(temporary, self._directory / name)
+                os.link(temporary, self.directory / name)
             except FileExistsError:
                 # `from None`: the OS error's text holds both paths.
                 raise NoticeRefused(notice_id) from None
@@ -98,7 +96,7 @@ class PickupDirectoryTransport:
     def probe(self) -> None:
         """Readiness (shared/readiness.py): the directory takes a write, under a name no notice
         has and no leftover removal matches; raises otherwise."""
-        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
+        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self.directory)
         os.close(fd)
         os.unlink(name)
 
@@ -107,7 +105,7 @@ class PickupDirectoryTransport:
         last modified more than `older_than` (longer than any runner's lease) before `now`."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
-        with os.scandir(self._directory) as entries:
+        with os.scandir(self.directory) as entries:
             for entry in entries:
                 if not is_temporary_file_name(entry.name):
                     continue
@@ -126,7 +124,7 @@ class PickupDirectoryTransport:
         return removed, kept, failure
 
     def _fsync_directory(self) -> None:
-        fd = os.open(self._directory, os.O_RDONLY)
+        fd = os.open(self.directory, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
