@@ -59,8 +59,7 @@ def address_problem(raw: str | None) -> AddressProblem | None:
         return AddressProblem.BLANK
     if len(value) > _MAX_ADDRESS or any(ord(c) < 0x20 or c == "\x7f" for c in value):
         return AddressProblem.INVALID
-    local, at, domain = value.rpartition("@")
-    if not at or not local or not domain:
+    if not all(value.rpartition("@")):  # a local part, an "@" and a domain
         return AddressProblem.INVALID
     try:
         header = MESSAGE_POLICY.header_factory("To", value)
