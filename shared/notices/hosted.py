@@ -127,9 +127,8 @@ class NoticeRelayService:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        inflight = self._inflight
-        if inflight is not None and not inflight.done():
-            await asyncio.wait([inflight], timeout=self.lease_seconds)
+        if self._inflight is not None and not self._inflight.done():
+            await asyncio.wait([self._inflight], timeout=self.lease_seconds)
 
     async def run(self) -> None:
         """The first look one full period after start, then one sweep per period; a sweep that
