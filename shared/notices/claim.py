@@ -1,7 +1,5 @@
-"""NoticeClaim: the lease on owed rows, shared by every runner (docs/decisions.md#adr-0048-d2):
-renew what this runner holds, claim up to `BatchSize − held` more in one statement, re-read what
-it holds by name, and mark each row delivered with `DeliveredAt` as the concurrency token. Every
-statement is built once per runner (shared/db/prebuilt.py says why); nothing here commits."""
+"""NoticeClaim: every runner's lease on owed rows (docs/decisions.md#adr-0048-d2). Each statement
+is built once per runner (shared/db/prebuilt.py says why); nothing here commits."""
 
 from __future__ import annotations
 
@@ -43,20 +41,16 @@ VERB_LEASE_SECONDS = 120
 
 
 def evidence_stands(notices: FromClause) -> ColumnElement[int]:
-    """Whether the audit row each notice belongs to still stands (ADR-0052 D3, D6), as one column
-    of a set-based read: 1 or 0. A notice naming its row asks that the row exists and its
-    `(ActorUserId, Event)` is the notice's `(UserId, Kind)`; one naming none asks the weaker
-    question, whether the user has any row of its kind. Compared in SQL, between columns, so a
-    collation treats the pair as every other comparison of them."""
+    """1 when the notice's audit row stands (ADR-0052 D3, D6): the row it names, if that row's
+    `(ActorUserId, Event)` is its `(UserId, Kind)`, or else any row of its kind for the user.
+    Compared in SQL, between columns, so a collation treats the pair as every other comparison."""
     named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
-    exact = exists().where(
-        named.c.Id == notices.c.AuditEventId,
-        named.c.ActorUserId == notices.c.UserId,
-        named.c.Event == notices.c.Kind,
-    )
-    weaker = exists().where(
-        any_of_kind.c.ActorUserId == notices.c.UserId, any_of_kind.c.Event == notices.c.Kind
-    )
+
+    def of_this_notice(row: FromClause) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+        return (row.c.ActorUserId == notices.c.UserId, row.c.Event == notices.c.Kind)
+
+    exact = exists().where(named.c.Id == notices.c.AuditEventId, *of_this_notice(named))
+    weaker = exists().where(*of_this_notice(any_of_kind))
     # CASE around EXISTS: SQL Server has no boolean in a select list.
     return case(
         (notices.c.AuditEventId.is_not(None), case((exact, 1), else_=0)),
@@ -198,12 +192,9 @@ class NoticeClaim:
     ) -> bool:
         """Record the delivery and clear the lease; False when the row was already delivered
         (whoever marks first wins, whatever the lease says)."""
-        marked = rows_matched(
-            session,
-            self._mark,
-            {"notice_id": notice_id, "delivered_at": at, "receipt": receipt[:_RECEIPT_LENGTH]},
-        )
-        return marked == 1
+        receipt = receipt[:_RECEIPT_LENGTH]
+        parameters = {"notice_id": notice_id, "delivered_at": at, "receipt": receipt}
+        return rows_matched(session, self._mark, parameters) == 1
 
     def marked_with(self, session: Session, notice_id: uuid.UUID, receipt: str) -> bool:
         """Whether the row is marked delivered with `receipt`: after a mark whose commit's answer

@@ -1,9 +1,8 @@
 """NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
-transport → mark, and the outcome each attempt returns (docs/decisions.md#adr-0048-d4). The first
-step that cannot go on answers the outcome; no outcome or log line holds the address, a path or a
-recipient. The mark is its own short writing unit after the transport (no transaction is open
-across I/O), tried again after a database fault while its lease holds: a file beside an unmarked
-row is refused every lease until an operator acts."""
+transport → mark (docs/decisions.md#adr-0048-d4); the first that cannot go on answers the outcome,
+and no outcome or log line holds the address, a path or a recipient. The mark is its own writing
+unit after the transport (none is open across I/O), retried after a database fault while the
+lease holds: a file beside an unmarked row is refused every lease."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
@@ -112,40 +111,37 @@ class _Attempt:
     ) -> DeliveryOutcome:
         return DeliveryOutcome(self.notice.id, self.kind, status, receipt, detail, self.finding)
 
+    def warned(
+        self, status: DeliveryStatus, message: str, *args: object, detail: str | None = None
+    ) -> DeliveryOutcome:
+        """The outcome, after a Warning whose first two arguments are the notice's Id and Kind."""
+        log.warning(message, self.notice.id, self.kind, *args)
+        return self.outcome(status, detail=detail)
 
+
+@dataclass(eq=False)
 class NoticeDeliveryRun:
-    def __init__(
-        self,
-        engine: Engine,
-        clock: Clock,
-        transport: NoticeTransport,
-        claim: NoticeClaim,
-        *,
-        contact: str,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if not contact.strip():
+    engine: Engine
+    clock: Clock
+    transport: NoticeTransport
+    claim: NoticeClaim
+    contact: str = field(kw_only=True)
+    sleep: Callable[[float], None] = field(default=time.sleep, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not self.contact.strip():
             raise ValueError("a notice needs Notices__Contact (ADR-0048 D6)")
-        self._engine = engine
-        self._clock = clock
-        self.transport = transport
-        self._claim = claim
-        self._contact = contact
-        self._sleep = sleep
 
     def deliver(self, notice: HeldNotice) -> DeliveryOutcome:
         """One attempt on one held row; an expected failure is an outcome, not an exception."""
         kind = notice.kind[:_KIND_SHOWN]
         problem = address_problem(notice.raw_address)
         if problem is not None:
-            log.warning(
+            return _Attempt(notice, kind).warned(
+                DeliveryStatus.UNUSABLE_ADDRESS,
                 "Notice not delivered: %s (%s): the user's address is %s; the row stays owed",
-                notice.id,
-                kind,
                 problem.value,
-            )
-            return _Attempt(notice, kind).outcome(
-                DeliveryStatus.UNUSABLE_ADDRESS, detail=problem.value
+                detail=problem.value,
             )
         finding = None
         if not notice.evidence_stands:
@@ -171,16 +167,14 @@ class NoticeDeliveryRun:
                 kind=notice.kind,
                 occurred_at=notice.created_at,
                 address=(notice.raw_address or "").strip(),
-                contact=self._contact,
-                now=self._clock.now(),
+                contact=self.contact,
+                now=self.clock.now(),
             )
         except UnrenderableKind:
-            log.warning(
+            return attempt.warned(
+                DeliveryStatus.UNRENDERABLE_KIND,
                 "Notice not delivered: %s: kind %r has no message; the row stays owed",
-                notice.id,
-                attempt.kind,
             )
-            return attempt.outcome(DeliveryStatus.UNRENDERABLE_KIND)
 
     def _transport_step(self, attempt: _Attempt, message: bytes) -> str | DeliveryOutcome:
         notice_id = attempt.notice.id
@@ -188,24 +182,21 @@ class NoticeDeliveryRun:
             return self.transport.deliver(notice_id, message)
         except NoticeRefused:
             # Never overwritten: the row stays owed beside what is there (ADR-0048 D3).
-            log.warning(
+            return attempt.warned(
+                DeliveryStatus.REFUSED,
                 "Notice refused: %s (%s): the %s already holds %s; the row stays owed beside it "
                 "(runbook: the row is the truth; move the file and run again, or mark the row)",
-                notice_id,
-                attempt.kind,
                 self.transport.describe(),
                 notice_file_name(notice_id),
             )
-            return attempt.outcome(DeliveryStatus.REFUSED)
         except Exception as exc:
             failure = type(exc).__name__
-            log.warning(
+            return attempt.warned(
+                DeliveryStatus.TRANSPORT_FAILED,
                 "Notice not delivered: %s (%s): the transport failed with %s; the row stays owed",
-                notice_id,
-                attempt.kind,
                 failure,
+                detail=failure,
             )
-            return attempt.outcome(DeliveryStatus.TRANSPORT_FAILED, detail=failure)
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
@@ -216,9 +207,7 @@ class NoticeDeliveryRun:
             except (DatabaseFault, DBAPIError) as exc:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
-                if not isinstance(exc, DatabaseFault) or not self._may_retry(
-                    try_number, pause, attempt.notice.leased_until
-                ):
+                if not self._may_retry(exc, try_number, pause, attempt.notice.leased_until):
                     log.error(
                         "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark "
                         "failed with %s after %d tries; the row stays owed beside it (runbook: "
@@ -240,7 +229,7 @@ class NoticeDeliveryRun:
                     try_number,
                     MARK_ATTEMPTS,
                 )
-                self._sleep(pause)
+                self.sleep(pause)
         if not marked:
             log.warning(
                 "Notice mark found the row taken: %s (%s) was already marked delivered by another "
@@ -253,21 +242,23 @@ class NoticeDeliveryRun:
         log.info("Notice delivered: %s (%s), receipt %s", notice_id, attempt.kind, receipt)
         return attempt.outcome(DeliveryStatus.DELIVERED, receipt=receipt)
 
-    def _may_retry(self, try_number: int, pause: float, lease_until: datetime | None) -> bool:
-        if try_number >= MARK_ATTEMPTS:
+    def _may_retry(
+        self, exc: Exception, try_number: int, pause: float, lease_until: datetime | None
+    ) -> bool:
+        if not isinstance(exc, DatabaseFault) or try_number >= MARK_ATTEMPTS:
             return False
         # Past its lease the row may be another runner's: that runner's delivery is refused by
         # this file and its operator reads the runbook, as for a runner that died here.
-        return lease_until is None or self._clock.now() + timedelta(seconds=pause) < lease_until
+        return lease_until is None or self.clock.now() + timedelta(seconds=pause) < lease_until
 
     def _mark_once(self, notice_id: uuid.UUID, receipt: str, *, after_fault: bool) -> bool:
         """Whether the row is marked with this delivery's receipt (not another runner's)."""
-        with writing_unit_of_work(self._engine) as session:
-            marked = self._claim.mark_delivered(
-                session, notice_id, at=self._clock.now(), receipt=receipt
+        with writing_unit_of_work(self.engine) as session:
+            marked = self.claim.mark_delivered(
+                session, notice_id, at=self.clock.now(), receipt=receipt
             )
             if not marked and after_fault:
                 # An earlier try may have committed and lost only its answer.
-                return self._claim.marked_with(session, notice_id, receipt)
+                return self.claim.marked_with(session, notice_id, receipt)
             session.commit()
         return marked

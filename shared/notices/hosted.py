@@ -1,6 +1,5 @@
-"""HostedRelay: the one hosted runner of the relay, for the API's loop and the timer Function
-alike (docs/architecture.md#the-composition-root, docs/decisions.md#adr-0048-d1), the API's loop
-around it (NoticeRelayService), and the runner names every runner stamps into `LeasedBy`."""
+"""HostedRelay, the one hosted runner for the API's loop and the timer Function alike
+(docs/decisions.md#adr-0048-d1); NoticeRelayService, the API's loop; the names in `LeasedBy`."""
 
 from __future__ import annotations
 
@@ -30,9 +29,8 @@ _HOST_MAX = 63
 
 
 def make_runner_name(kind: RunnerKind) -> str:
-    """A fresh runner name, `{kind}/{host}/{pid}/{8 hex}` (e.g. `verb/GURGANT/22280/2be449cb`),
-    matched against the start line (docs/operations.md#reading-the-start-lines); the random
-    suffix tells two processes apart when a pid is reused."""
+    """A fresh `{kind}/{host}/{pid}/{8 hex}` (docs/operations.md#reading-the-start-lines); the
+    random suffix tells two processes apart when a pid is reused."""
     if kind not in ("api", "function", "verb"):
         raise ValueError(f"unknown runner kind {kind!r}")
     return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
@@ -74,8 +72,7 @@ class HostedRelay:
         return self.sweep is not None
 
     def announce(self, cadence: str) -> None:
-        """Once, at start: the `live as …` line (docs/operations.md#reading-the-start-lines), or the
-        step-aside line."""
+        """Once, at start: the `live as …` line, or the step-aside line."""
         if self.runner is None:
             log.info(
                 "Notice relay: Notices__Runner is %s; this process delivers nothing",
@@ -103,9 +100,8 @@ class HostedRelay:
 
 
 class NoticeRelayService:
-    """The API's hosted loop beside `azurebank serve` (docs/decisions.md#adr-0048-d1), always
-    registered: each tick is HostedRelay's, on a worker thread, so delivery never blocks the
-    event loop that serves HTTP."""
+    """The API's loop beside `azurebank serve`, always registered (ADR-0048 D1): each tick is
+    HostedRelay's, on a worker thread, so delivery never blocks the event loop serving HTTP."""
 
     def __init__(self, relay: HostedRelay) -> None:
         self.relay = relay
@@ -131,9 +127,8 @@ class NoticeRelayService:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        inflight = self._inflight
-        if inflight is not None and not inflight.done():
-            await asyncio.wait([inflight], timeout=self.lease_seconds)
+        if self._inflight is not None and not self._inflight.done():
+            await asyncio.wait([self._inflight], timeout=self.lease_seconds)
 
     async def run(self) -> None:
         """The first look one full period after start, then one sweep per period; a sweep that

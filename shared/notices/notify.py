@@ -1,6 +1,5 @@
-"""The notify verb's protocol (docs/decisions.md#adr-0048-d5): drain what is owed under the
-verb's own lease, let go of what it still holds at exit, and decide the exit
-(docs/cli.md#azurebank-notify lists them)."""
+"""The notify verb's protocol (docs/decisions.md#adr-0048-d5): drain under its own lease, let go
+of what it holds at exit, and decide the exit (docs/cli.md#azurebank-notify lists them)."""
 
 from __future__ import annotations
 
@@ -99,11 +98,8 @@ def drain(
         report.sweeps += 1
         if progress is not None:
             progress(report.sweeps, summary, report.delivered)
-        if summary.failed_whole:
-            report.failed_whole = summary.failed_whole
-            break
-        if summary.lease_lapsed:
-            report.lease_lapsed = True
+        report.failed_whole, report.lease_lapsed = summary.failed_whole, summary.lease_lapsed
+        if report.failed_whole or report.lease_lapsed:
             break
         # Nothing is free once a claim leaves room unfilled (or had no room: a batch full of
         # rows that failed; a refused row resting takes no room).

@@ -27,11 +27,8 @@ class _HeaderClassCache(HeaderRegistry):
 
     def __getitem__(self, name: str) -> type[BaseHeader]:
         key = name.lower()
-        built = self._classes.get(key)
-        if built is None:
-            # setdefault: two threads that race here both get the first class stored.
-            built = self._classes.setdefault(key, super().__getitem__(name))
-        return built
+        # setdefault: two threads that race here both get the first class stored.
+        return self._classes.get(key) or self._classes.setdefault(key, super().__getitem__(name))
 
     def map_to_type(self, name: str, cls: type[BaseHeader]) -> None:
         super().map_to_type(name, cls)
@@ -62,8 +59,7 @@ def address_problem(raw: str | None) -> AddressProblem | None:
         return AddressProblem.BLANK
     if len(value) > _MAX_ADDRESS or any(ord(c) < 0x20 or c == "\x7f" for c in value):
         return AddressProblem.INVALID
-    local, at, domain = value.rpartition("@")
-    if not at or not local or not domain:
+    if not all(value.rpartition("@")):  # a local part, an "@" and a domain
         return AddressProblem.INVALID
     try:
         header = MESSAGE_POLICY.header_factory("To", value)

@@ -20,6 +20,7 @@ from shared.notices.claim_sql import lease_free
 
 _NOTICES = cast(Table, SubscriberNotice.__table__)
 _OWED = _NOTICES.c.DeliveredAt.is_(None)
+_BACKLOG = select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,7 @@ def owed_backlog_reader(engine: Engine, clock: Clock) -> Callable[[], OwedBacklo
     def read() -> OwedBacklog:
         with unit_of_work(engine) as session:
             now = clock.now()
-            owed, oldest = session.execute(
-                select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
-            ).one()
+            owed, oldest = session.execute(_BACKLOG).one()
         age = timedelta(0) if oldest is None else max(timedelta(0), now - oldest)
         return OwedBacklog(owed=int(owed), oldest_owed_age=age)
 
@@ -88,20 +87,14 @@ def lease_holders(
 
 @prebuilt
 def _lease_holders_query(live_only: bool, excluding: str | None) -> Select[Any]:
+    until = _NOTICES.c.LeasedUntil
     conditions: list[ColumnElement[bool]] = [_OWED, _NOTICES.c.LeasedBy.is_not(None)]
     if live_only:
-        conditions.append(
-            _NOTICES.c.LeasedUntil > bindparam("now", type_=_NOTICES.c.LeasedUntil.type)
-        )
+        conditions.append(until > bindparam("now", type_=until.type))
     if excluding is not None:
         conditions.append(_NOTICES.c.LeasedBy != excluding)
     return (
-        select(
-            _NOTICES.c.LeasedBy,
-            func.count(),
-            func.min(_NOTICES.c.LeasedUntil),
-            func.max(_NOTICES.c.LeasedUntil),
-        )
+        select(_NOTICES.c.LeasedBy, func.count(), func.min(until), func.max(until))
         .where(*conditions)
         .group_by(_NOTICES.c.LeasedBy)
         .order_by(_NOTICES.c.LeasedBy)

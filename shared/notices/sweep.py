@@ -1,8 +1,5 @@
-"""NoticeSweep: one pass of one runner over the owed rows (docs/decisions.md#adr-0048-d2):
-renew, claim, re-read by name, deliver each while its own lease is live, then remove the
-transport's temporaries no live runner can own. One that fails as a whole is logged at Error by
-exception type and reported in its summary, never raised. A refused row rests in memory until
-its lease ends (docs/decisions.md#adr-0048-d3): a restarted process is a new runner."""
+"""NoticeSweep: one runner's pass over the owed rows (docs/decisions.md#adr-0048-d2): renew,
+claim, re-read by name, deliver while its lease is live, then remove dead runners' temporaries."""
 
 from __future__ import annotations
 
@@ -72,7 +69,8 @@ class NoticeSweep:
     claim: NoticeClaim
     delivery: NoticeDeliveryRun
     leftover_age: timedelta = field(kw_only=True)
-    # Refused rows resting, each until the end of the lease it was refused under.
+    # Refused rows resting, each until the end of the lease it was refused under (ADR-0048 D3):
+    # in memory, since a restarted process is a new runner.
     _resting: dict[uuid.UUID, datetime] = field(default_factory=dict, init=False)
     # True only after a sweep that ended holding no owed row, so the next one skips the renew.
     _holds_none: bool = field(default=False, init=False)
@@ -97,7 +95,7 @@ class NoticeSweep:
         try:
             self._run(summary, exclude, on_outcome)
         except Exception as exc:
-            # By type only: a driver's message can carry bound parameters.
+            # Never raised; by type only: a driver's message can carry bound parameters.
             log.error(
                 "Notice sweep by %s failed as a whole with %s; the rows it holds stay owed",
                 self.runner,

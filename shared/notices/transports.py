@@ -1,6 +1,5 @@
-"""Where a rendered notice lands, behind one interface; nothing here sends. Both transports name
-the notice `{noticeId}.eml` and never overwrite (an existing name is NoticeRefused); messages and
-receipts carry the file name at most, never a directory path or a recipient. The pickup
+"""Where a rendered notice lands, named `{noticeId}.eml` and never overwritten; nothing here sends.
+Messages and receipts carry at most the file name, never a path or a recipient. The pickup
 directory's guard (docs/decisions.md#adr-0048-d6) is here too."""
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -31,9 +31,7 @@ class NoticeRefused(Exception):
 class NoticeTransport(Protocol):
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str: ...
 
-    def describe(self) -> str:
-        """A one-line target, safe to log: no path, no address."""
-        ...
+    def describe(self) -> str: ...  # a one-line target, safe to log: no path, no address
 
 
 @runtime_checkable
@@ -42,8 +40,7 @@ class LeavesTemporaryFiles(Protocol):
     (docs/operations.md#crash-leftovers-and-what-removes-them)."""
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
-        """How many it removed, how many it could not, and the first failure's exception type
-        (an OS error's text holds the path)."""
+        """(removed, could not remove, the first failure's type: an OS error's text holds a path)"""
         ...
 
 
@@ -66,7 +63,7 @@ class PickupDirectoryTransport:
     """A pickup directory on a local disk: the file appears whole or not at all."""
 
     def __init__(self, directory: Path | str) -> None:
-        self._directory = Path(directory)
+        self.directory = Path(directory)
 
     def describe(self) -> str:
         # The path may name a user's home; the key tells an operator where to look.
@@ -76,9 +73,7 @@ class PickupDirectoryTransport:
         name = notice_file_name(notice_id)
         # In the same directory (the link stays on one file system); created new (never through
         # a symlink or over a name) and 0600 from the start: an address at rest.
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{notice_id}.", suffix=".tmp", dir=self._directory
-        )
+        fd, temporary = tempfile.mkstemp(prefix=f".{notice_id}.", suffix=".tmp", dir=self.directory)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(message)
@@ -86,7 +81,7 @@ class PickupDirectoryTransport:
                 os.fsync(handle.fileno())
             try:
                 # link(2) refuses an existing name: the exclusive create.
-                os.link(temporary, self._directory / name)
+                os.link(temporary, self.directory / name)
             except FileExistsError:
                 # `from None`: the OS error's text holds both paths.
                 raise NoticeRefused(notice_id) from None
@@ -101,17 +96,16 @@ class PickupDirectoryTransport:
     def probe(self) -> None:
         """Readiness (shared/readiness.py): the directory takes a write, under a name no notice
         has and no leftover removal matches; raises otherwise."""
-        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self._directory)
+        fd, name = tempfile.mkstemp(prefix=".ready-", dir=self.directory)
         os.close(fd)
         os.unlink(name)
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
-        """Remove the temporaries of runners killed between their write and their link: regular
-        files named exactly as `deliver` names them, last modified more than `older_than` (longer
-        than any runner's lease) before `now`."""
+        """Remove dead runners' temporaries: regular files named exactly as `deliver` names them,
+        last modified more than `older_than` (longer than any runner's lease) before `now`."""
         cutoff = (now - older_than).timestamp()
         removed, kept, failure = 0, 0, ""
-        with os.scandir(self._directory) as entries:
+        with os.scandir(self.directory) as entries:
             for entry in entries:
                 if not is_temporary_file_name(entry.name):
                     continue
@@ -130,36 +124,32 @@ class PickupDirectoryTransport:
         return removed, kept, failure
 
     def _fsync_directory(self) -> None:
-        fd = os.open(self._directory, os.O_RDONLY)
+        fd = os.open(self.directory, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
 
+@dataclass(eq=False, repr=False)  # no repr: a connection string holds the account key
 class BlobContainerTransport:
     """A blob container as the pickup, for a Function with no durable disk; an upload appears whole
     or not at all. The client is built on first use (docs/settings.md says from what)."""
 
-    def __init__(
-        self,
-        container: str,
-        *,
-        connection_string: str | None = None,
-        blob_service_uri: str | None = None,
-        credential: Any = None,
-    ) -> None:
-        if not connection_string and not blob_service_uri:
+    container: str
+    _: KW_ONLY
+    connection_string: str | None = None
+    blob_service_uri: str | None = None
+    credential: Any = None
+    _client: ContainerClient | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.connection_string and not self.blob_service_uri:
             raise ValueError("a blob container transport needs a connection string or a URI")
-        self._container = container
-        self._connection_string = connection_string
-        self._blob_service_uri = blob_service_uri
-        self._credential = credential
-        self._client: ContainerClient | None = None
-        self._lock = threading.Lock()
 
     def describe(self) -> str:
-        return f"blob container {self._container}"
+        return f"blob container {self.container}"
 
     def deliver(self, notice_id: uuid.UUID, message: bytes) -> str:
         from azure.core.exceptions import ResourceExistsError
@@ -177,7 +167,7 @@ class BlobContainerTransport:
             if getattr(exc, "error_code", None) == "BlobAlreadyExists":
                 raise NoticeRefused(notice_id) from None
             raise
-        return f"blob:{self._container}/{name}"
+        return f"blob:{self.container}/{name}"
 
     def probe(self) -> None:
         """Readiness (shared/readiness.py): the container answers and exists; raises otherwise."""
@@ -190,18 +180,18 @@ class BlobContainerTransport:
         with self._lock:
             if self._client is not None:
                 return self._client
-            if self._connection_string:
-                service = BlobServiceClient.from_connection_string(self._connection_string)
+            if self.connection_string:
+                service = BlobServiceClient.from_connection_string(self.connection_string)
             else:
-                credential = self._credential
+                credential = self.credential
                 if credential is None:
                     from azure.identity import DefaultAzureCredential
 
                     credential = DefaultAzureCredential()
                 service = BlobServiceClient(
-                    account_url=str(self._blob_service_uri), credential=credential
+                    account_url=str(self.blob_service_uri), credential=credential
                 )
-            self._client = service.get_container_client(self._container)
+            self._client = service.get_container_client(self.container)
             return self._client
 
 
