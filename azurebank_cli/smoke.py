@@ -1,7 +1,6 @@
-"""`azurebank smoke --base-url URL` (docs/cli.md#azurebank-smoke): prove a running instance answers
-as it should, one request per step over the standard library's HTTP client (the app's
-requirements hold none). A step reports its status and a problem's errorCode, never a body, a
-header or a value sent: the function key, the token and the PIN are never printed."""
+"""`azurebank smoke` (docs/cli.md#azurebank-smoke): one request per step over the standard
+library's HTTP client (the app's requirements hold none). A step shows its status and a problem's
+errorCode only: never a body, a header or a value sent (the function key, the token, the PIN)."""
 
 from __future__ import annotations
 
@@ -12,10 +11,9 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
-from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,9 +40,7 @@ def _base_url(text: str) -> str:
             "must be an http(s) URL, e.g. https://APP.azurewebsites.net"
         )
     # The app's root; a URL ending in the host's route prefix `/api` means the same app.
-    path = parts.path.rstrip("/")
-    path = path.removesuffix("/api")
-    return f"{parts.scheme}://{parts.netloc}{path}"
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/').removesuffix('/api')}"
 
 
 def register(sub: Any) -> None:
@@ -103,13 +99,8 @@ def _smoke(args: argparse.Namespace) -> int:
             except TokenSigningUnavailable as exc:
                 print(f"{exc} (or pass --token, or set ${TOKEN_VARIABLE})", file=sys.stderr)
                 return exits.CONFIG
-    client = Client(
-        args.base_url,
-        args.function_key or os.environ.get(FUNCTION_KEY_VARIABLE) or None,
-        token,
-        args.timeout,
-    )
-    journey = Journey(client)
+    key = args.function_key or os.environ.get(FUNCTION_KEY_VARIABLE) or None
+    journey = Journey(args.base_url, key, token, args.timeout)
     anonymous_checks(journey)
     if args.user is not None:
         assert pin is not None
@@ -125,7 +116,7 @@ def _report(journey: Journey, *, as_json: bool) -> None:
     for step in journey.steps:
         mark = "✓" if step.ok else "✗"
         line = f"{mark} {step.name}: {step.answer}"
-        if not step.ok and step.answer != "not run" and step.answer != step.expected:
+        if not step.ok and step.answer not in ("not run", step.expected):
             line += f" (expected {step.expected})"
         if step.why:
             line += f": {step.why}"
@@ -138,22 +129,34 @@ def _report(journey: Journey, *, as_json: bool) -> None:
 
 
 @dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    body: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    authorized: bool = True  # with the bearer token
+
+
+@dataclass(frozen=True)
 class Answer:
     status: int
     body: bytes
     headers: Mapping[str, str]  # names lower-cased (HTTP's are case-insensitive)
 
     def json(self) -> Any:
-        """The body as JSON, numbers as Decimal (the API's money has two decimals, every digit
-        kept); None when it is not JSON."""
+        """The body as JSON, numbers as Decimal (every digit of money kept); None if not JSON."""
         try:
             return json.loads(self.body, parse_float=Decimal)
         except ValueError:
             return None
 
-    def error_code(self) -> str | None:
+    def get(self, name: str) -> Any:
+        """The body's field `name`; None when the body is no JSON object or has no such field."""
         document = self.json()
-        code = document.get("errorCode") if isinstance(document, dict) else None
+        return document.get(name) if isinstance(document, dict) else None
+
+    def error_code(self) -> str | None:
+        code = self.get("errorCode")
         return code if isinstance(code, str) else None
 
     def shown(self) -> str:
@@ -170,84 +173,62 @@ class Step:
     why: str = ""  # what did not hold, when the status did
 
 
-@dataclass
-class Client:
-    """One base URL, the function key and the bearer token sent with every request."""
-
-    base_url: str
-    function_key: str | None
-    token: str | None
-    timeout: float
-
-    def send(
-        self,
-        method: str,
-        path: str,
-        body: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        *,
-        authorized: bool = False,
-    ) -> Answer:
-        sent = {"Accept": "application/json", **(headers or {})}
-        if self.function_key:
-            # The Functions host's key for the `function`-level HTTP Functions; the anonymous
-            # ones and `azurebank serve` ignore it.
-            sent["x-functions-key"] = self.function_key
-        if authorized and self.token:
-            sent["Authorization"] = f"Bearer {self.token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body, default=_number).encode()
-            sent["Content-Type"] = "application/json"
-        request = urllib.request.Request(  # noqa: S310 (the operator's own http(s) base URL)
-            self.base_url + path, data=data, headers=sent, method=method
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
-                return Answer(response.status, response.read(), _lowered(response.headers))
-        except urllib.error.HTTPError as error:
-            with error:
-                return Answer(error.code, error.read(), _lowered(error.headers))
-
-
-def _lowered(headers: Message[str, str]) -> dict[str, str]:
-    return {name.lower(): value for name, value in headers.items()}
-
-
-def _number(value: object) -> object:
-    # json.dumps writes no Decimal; a float of two decimals prints its shortest round-trip
-    # digits (1.0, 4899.01), which the API reads back exactly.
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(type(value).__name__)
-
-
 class _Blocked(Exception):
     """A step the later ones need did not hold: they are not run."""
 
 
 @dataclass
 class Journey:
-    client: Client
+    """The steps taken against one base URL, with the function key and the bearer token."""
+
+    base_url: str
+    function_key: str | None
+    token: str | None
+    timeout: float
     steps: list[Step] = field(default_factory=list)
 
     def ok(self) -> bool:
         return all(step.ok for step in self.steps)
 
+    def send(self, request: Request) -> Answer:
+        headers = {"Accept": "application/json", **request.headers}
+        if self.function_key:
+            # The Functions host's key for the `function`-level HTTP Functions; the anonymous
+            # ones and `azurebank serve` ignore it.
+            headers["x-functions-key"] = self.function_key
+        if request.authorized and self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if request.body is not None:
+            # json.dumps writes no Decimal; a float of two decimals prints its shortest
+            # round-trip digits (1.0, 4899.01), which the API reads back exactly.
+            data = json.dumps(request.body, default=float).encode()
+            headers["Content-Type"] = "application/json"
+        sent = urllib.request.Request(  # noqa: S310 (the operator's own http(s) base URL)
+            self.base_url + request.path, data=data, headers=headers, method=request.method
+        )
+        try:
+            response = urllib.request.urlopen(sent, timeout=self.timeout)  # noqa: S310
+        except urllib.error.HTTPError as error:  # a 4xx or 5xx answer is an answer too
+            response = error
+        with response:
+            lowered = {name.lower(): value for name, value in response.headers.items()}
+            return Answer(response.status, response.read(), lowered)
+
     def check(
         self,
         name: str,
         expected: int,
-        call: Callable[[], Answer],
+        request: Request,
         holds: Callable[[Answer], str] = lambda _a: "",
         *,
         expected_code: str | None = None,
     ) -> Answer | None:
-        """Run one request; it holds when the status (and errorCode) is the expected one and
-        `holds` finds nothing wrong (it returns what is wrong, or "")."""
+        """One request: it holds when the status (and errorCode) is the expected one and `holds`
+        finds nothing wrong (it returns what is wrong, or "")."""
         want = f"{expected} {expected_code}" if expected_code else str(expected)
         try:
-            answer = call()
+            answer = self.send(request)
         except (OSError, ValueError) as exc:  # URLError is an OSError; a bad URL a ValueError
             self.steps.append(Step(name, False, f"no answer ({type(exc).__name__})", want))
             return None
@@ -258,45 +239,39 @@ class Journey:
         return answer if ok else None
 
     def need(
-        self, name: str, expected: int, call: Callable[[], Answer], holds: Callable[[Answer], str]
+        self, name: str, expected: int, request: Request, holds: Callable[[Answer], str]
     ) -> Answer:
         """`check` a step the later ones need; raises _Blocked when it does not hold."""
-        answer = self.check(name, expected, call, holds)
+        answer = self.check(name, expected, request, holds)
         if answer is None:
             raise _Blocked(name)
         return answer
 
 
-def _field(answer: Answer, *names: str) -> Iterator[Any]:
-    document = answer.json()
-    for name in names:
-        yield document.get(name) if isinstance(document, dict) else None
-
-
 def _has(name: str) -> Callable[[Answer], str]:
-    return lambda answer: "" if next(_field(answer, name)) else f"no {name}"
+    return lambda answer: "" if answer.get(name) else f"no {name}"
+
+
+def _equals(name: str, value: str, problem: str) -> Callable[[Answer], str]:
+    return lambda answer: "" if answer.get(name) == value else problem
 
 
 def anonymous_checks(journey: Journey) -> None:
     """Liveness, readiness and the API document: no key or token needed."""
-    c = journey.client
-
-    def status_ok(answer: Answer) -> str:
-        (status,) = _field(answer, "status")
-        return "" if status == "ok" else "the body's status is not ok"
-
-    journey.check("health", 200, lambda: c.send("GET", "/api/health"), status_ok)
-    journey.check("ready", 200, lambda: c.send("GET", "/api/health/ready"), status_ok)
+    status_ok = _equals("status", "ok", "the body's status is not ok")
+    journey.check("health", 200, Request("GET", "/api/health", authorized=False), status_ok)
+    journey.check("ready", 200, Request("GET", "/api/health/ready", authorized=False), status_ok)
 
     def is_the_api(answer: Answer) -> str:
-        version, paths = _field(answer, "openapi", "paths")
+        version, paths = answer.get("openapi"), answer.get("paths")
         if not (isinstance(version, str) and version.startswith("3.")):
             return "not an OpenAPI 3 document"
         if not (isinstance(paths, dict) and "/api/transactions/transfer" in paths):
             return "the document has no /api/transactions/transfer"
         return ""
 
-    journey.check("openapi", 200, lambda: c.send("GET", "/api/openapi.json"), is_the_api)
+    document = Request("GET", "/api/openapi.json", authorized=False)
+    journey.check("openapi", 200, document, is_the_api)
 
 
 @dataclass(frozen=True)
@@ -319,7 +294,7 @@ def money_journey(journey: Journey, payment: Payment) -> None:
 
 
 def _pay(journey: Journey, payment: Payment) -> None:
-    c, pin = journey.client, payment.pin
+    pin = payment.pin
     body = {
         "accountId": payment.account or _first_open_account(journey),
         "recipientAzureTag": payment.payee,
@@ -327,41 +302,25 @@ def _pay(journey: Journey, payment: Payment) -> None:
     }
     # A change to the same PIN: it proves the PIN and writes its audit row and owed notice, as
     # the quick start's change does, and leaves the PIN the operator knows.
-    journey.check(
-        "pin",
-        200,
-        lambda: c.send("PUT", "/api/pin", {"currentPin": pin, "newPin": pin}, authorized=True),
-        lambda a: "" if next(_field(a, "status")) == "PinChanged" else "not PinChanged",
-    )
-    minted = journey.need(
-        "mint",
-        201,
-        lambda: c.send("POST", MINT, {**body, "pin": pin}, authorized=True),
-        _has("authorizationId"),
-    )
-    transfer = {**body, "authorizationId": str(next(_field(minted, "authorizationId")))}
+    change = Request("PUT", "/api/pin", {"currentPin": pin, "newPin": pin})
+    journey.check("pin", 200, change, _equals("status", "PinChanged", "not PinChanged"))
+    mint = Request("POST", MINT, {**body, "pin": pin})
+    minted = journey.need("mint", 201, mint, _has("authorizationId"))
+    transfer = {**body, "authorizationId": str(minted.get("authorizationId"))}
     key = {"Idempotency-Key": f"smoke-{uuid.uuid4().hex}"}
-
-    def send_transfer() -> Answer:
-        return c.send("POST", "/api/transactions/transfer", transfer, key, authorized=True)
-
-    spent = journey.need("transfer", 201, send_transfer, _has("transactionId"))
+    send = Request("POST", "/api/transactions/transfer", transfer, key)
+    spent = journey.need("transfer", 201, send, _has("transactionId"))
 
     def same_answer(answer: Answer) -> str:
         if answer.headers.get("idempotency-replayed") != "true":
             return "no Idempotency-Replayed: true"
         return "" if answer.body == spent.body else "not the first answer byte for byte"
 
-    journey.check("replay", 201, send_transfer, same_answer)
+    journey.check("replay", 201, send, same_answer)
     remaining = _allowance(journey, payment.amount)
     # One cent over what is left of the day: refused before the PIN is checked (ADR-0050 D4.1).
-    over = {**body, "amount": remaining + CENT, "pin": pin}
-    journey.check(
-        "limit",
-        422,
-        lambda: c.send("POST", MINT, over, authorized=True),
-        expected_code="DAILY_LIMIT_EXCEEDED",
-    )
+    over = Request("POST", MINT, {**body, "amount": remaining + CENT, "pin": pin})
+    journey.check("limit", 422, over, expected_code="DAILY_LIMIT_EXCEEDED")
 
 
 def _first_open_account(journey: Journey) -> str:
@@ -370,34 +329,20 @@ def _first_open_account(journey: Journey) -> str:
         rows = document if isinstance(document, list) else []
         return "" if any(not r.get("closed") for r in rows) else "the caller has no open account"
 
-    answer = journey.need(
-        "accounts",
-        200,
-        lambda: journey.client.send("GET", "/api/accounts", authorized=True),
-        has_open,
-    )
+    answer = journey.need("accounts", 200, Request("GET", "/api/accounts"), has_open)
     return str(next(r["id"] for r in answer.json() if not r.get("closed")))
 
 
 def _allowance(journey: Journey, spent: Decimal) -> Decimal:
     """The allowance's `remaining`, once its figures add up after a transfer of `spent`."""
-    figures: dict[str, Decimal] = {}
 
     def adds_up(answer: Answer) -> str:
-        limit, used, remaining = _field(answer, "limit", "used", "remaining")
+        limit, used, remaining = (answer.get(name) for name in ("limit", "used", "remaining"))
         if not all(isinstance(v, Decimal | int) for v in (limit, used, remaining)):
             return "limit, used and remaining are not numbers"
-        figures.update(limit=Decimal(limit), used=Decimal(used), remaining=Decimal(remaining))
-        if figures["used"] < spent:
+        if used < spent:
             return "used is less than the transfer just made"
-        if figures["remaining"] != max(Decimal(0), figures["limit"] - figures["used"]):
-            return "remaining is not limit − used"
-        return ""
+        return "" if remaining == max(0, limit - used) else "remaining is not limit − used"
 
-    journey.need(
-        "allowance",
-        200,
-        lambda: journey.client.send("GET", "/api/transactions/allowance", authorized=True),
-        adds_up,
-    )
-    return figures["remaining"]
+    answer = journey.need("allowance", 200, Request("GET", "/api/transactions/allowance"), adds_up)
+    return Decimal(answer.get("remaining"))
