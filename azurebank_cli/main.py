@@ -11,6 +11,7 @@ from typing import NoReturn
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import audit, db, exits, notices, serve, smoke, token, users
+from azurebank_cli.runtime import fail
 from shared.db.faults import driver_error_name
 from shared.errors import DatabaseFault
 from shared.settings import SettingsError
@@ -39,15 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except SettingsError as exc:
-        print(exc, file=sys.stderr)
-        return exits.CONFIG
+        return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
         # A fault, or an unmigrated database: the driver error's type only, its message can carry
         # the host or the SQL; no command answers with a traceback (docs/cli.md).
-        print(
+        return fail(
+            exits.FAILURE,
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
-            file=sys.stderr,
         )
-        return exits.FAILURE
     return code

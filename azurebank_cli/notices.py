@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import print_report, shows_progress
+from azurebank_cli.runtime import command, commands, print_report, shows_progress
 from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.db.uow import unit_of_work
@@ -24,24 +24,20 @@ from shared.settings import load_settings, require_host
 
 
 def register(sub: Any) -> None:
-    notify = sub.add_parser(
+    notify = command(
+        sub,
         "notify",
+        _notify,
         help="deliver owed notices under the verb's own lease (ADR-0048 D5)",
         description="Deliver owed notices into Notices__PickupDirectory or "
         "Notices__PickupContainer. Exit 0 delivered; 2 nothing to do (the line says which "
         "reading); 6 a refused file; 1 another failure left rows owed; 78 settings refused.",
     )
     notify.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    notify.set_defaults(run=_notify)
-    notices = sub.add_parser("notices", help="owed security notices (ADR-0048)")
-    notices_sub = notices.add_subparsers(
-        dest="notices_command", required=True, parser_class=type(notices)
-    )
-    status = notices_sub.add_parser(
-        "status", help="owed rows, who holds what until when, the oldest owed row's age"
-    )
+    notices = commands(sub, "notices", "owed security notices (ADR-0048)")
+    what = "owed rows, who holds what until when, the oldest owed row's age"
+    status = command(notices, "status", _status, help=what)
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    status.set_defaults(run=_status)
 
 
 def _notify(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""What the commands share: argument types, when to show progress, and how a report is printed."""
+"""What the commands share: how one is added, argument types, when to show progress, and how a
+report or a failure is printed."""
 
 from __future__ import annotations
 
@@ -11,13 +12,26 @@ from typing import Any, TypeVar
 from shared.identity import tokens
 
 T = TypeVar("T")
+Run = Callable[[argparse.Namespace], int]
+
+
+def command(sub: Any, name: str, run: Run, **options: Any) -> Any:
+    """Add the command `name`, which `run` runs; `options` are add_parser's."""
+    parser = sub.add_parser(name, **options)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def commands(sub: Any, name: str, help: str) -> Any:
+    """Add `name`, a group of commands (`azurebank db upgrade`) one of which must be given."""
+    group = sub.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, parser_class=type(group))
 
 
 def checked(
     parse: Callable[[str], T], message: str, holds: Callable[[T], bool] = lambda _value: True
 ) -> Callable[[str], T]:
-    """An argparse `type`: what `parse` reads, when it reads and `holds`; anything else is a usage
-    error saying `message`."""
+    """An argparse `type`: what `parse` reads, if it `holds`; else a usage error, `message`."""
 
     def check(text: str) -> T:
         try:
@@ -32,8 +46,7 @@ def checked(
 
 
 def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
-    """An argparse `type`: a whole number from `low` to `high`; anything else is a usage error
-    that names the range."""
+    """An argparse `type`: digits from `low` to `high`; else a usage error that names the range."""
 
     def parse(text: str) -> int:
         if not text.isdigit() or not low <= int(text) <= high:
@@ -71,3 +84,9 @@ def print_report(
     else:
         for line in lines(report):
             print(line)
+
+
+def fail(code: int, message: str) -> int:
+    """`message` on stderr, and the `code` the command exits with."""
+    print(message, file=sys.stderr)
+    return code

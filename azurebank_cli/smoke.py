@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -18,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import checked, user_id
+from azurebank_cli.runtime import checked, command, fail, user_id
 from shared.clock import SystemClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import MONEY_MAX, load_settings
@@ -44,9 +43,8 @@ def _base_url(text: str) -> str:
 
 
 def register(sub: Any) -> None:
-    smoke = sub.add_parser(
-        "smoke", help="check a running instance: health, readiness, the API, the money journey"
-    )
+    what = "check a running instance: health, readiness, the API, the money journey"
+    smoke = command(sub, "smoke", _smoke, help=what)
     smoke.add_argument("--base-url", type=_base_url, required=True, help="the app's root URL")
     smoke.add_argument(
         "--function-key", help=f"the Functions host's key (default ${FUNCTION_KEY_VARIABLE})"
@@ -77,28 +75,24 @@ def register(sub: Any) -> None:
         help="seconds per request (default 30)",
     )
     smoke.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    smoke.set_defaults(run=_smoke)
 
 
 def _smoke(args: argparse.Namespace) -> int:
     if (args.user is None) != (args.payee is None):
-        print("azurebank smoke: --user and --payee go together", file=sys.stderr)
-        return exits.USAGE
+        return fail(exits.USAGE, "azurebank smoke: --user and --payee go together")
     token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     pin = args.pin or os.environ.get(PIN_VARIABLE) or None
     if args.user is not None:
         if pin is None:
-            print(
+            return fail(
+                exits.USAGE,
                 f"azurebank smoke: the journey needs the payer's PIN: --pin or ${PIN_VARIABLE}",
-                file=sys.stderr,
             )
-            return exits.USAGE
         if token is None:
             try:
                 token = issue_token(load_settings(), SystemClock(), args.user, minutes=15)
             except TokenSigningUnavailable as exc:
-                print(f"{exc} (or pass --token, or set ${TOKEN_VARIABLE})", file=sys.stderr)
-                return exits.CONFIG
+                return fail(exits.CONFIG, f"{exc} (or pass --token, or set ${TOKEN_VARIABLE})")
     key = args.function_key or os.environ.get(FUNCTION_KEY_VARIABLE) or None
     journey = Journey(args.base_url, key, token, args.timeout)
     anonymous_checks(journey)
