@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import command, commands, fail, print_report, shows_progress
+from azurebank_cli.runtime import command, commands, fail, fields, print_report, shows_progress
 from shared.audit.verify import ChainReport, walk_chain
 from shared.bootstrap import bootstrap
 from shared.db.faults import driver_error_name
@@ -51,19 +51,14 @@ def _verify(args: argparse.Namespace) -> int:
         )
     if interactive and report.rows >= 10_000:
         print(file=sys.stderr)
-    print_report(report, as_json=args.json, document=_as_json, lines=_lines)
+    print_report(args.json, _as_json(report), _lines(report))
     return exits.OK if report.intact else exits.FAILURE
 
 
 def _as_json(report: ChainReport) -> dict[str, Any]:
     return {
-        "intact": report.intact,
-        "rows": report.rows,
-        "lastSequence": report.last_sequence,
-        "findings": [
-            {"sequence": f.sequence, "id": str(f.id) if f.id else None, "problem": f.problem}
-            for f in report.findings
-        ],
+        **fields(report, "intact", "rows", "last_sequence"),
+        "findings": [fields(f, "sequence", "id", "problem") for f in report.findings],
         "hint": WRONG_KEY_HINT if report.every_row_fails_hmac else None,
     }
 

@@ -66,7 +66,7 @@ def _grant(args: argparse.Namespace) -> int:
         report = grant_sql.grant_app_identity(engine, args.principal, object_id=args.object_id)
     finally:
         engine.dispose()
-    print_report(report, as_json=args.json, document=asdict, lines=_lines)
+    print_report(args.json, asdict(report), _lines(report))
     return exits.OK
 
 

@@ -1,6 +1,5 @@
-"""`azurebank notify`: deliver owed notices, printing what shared.notices.notify (the protocol and
-the exit decision) reports (docs/cli.md#azurebank-notify). `azurebank notices status`: owed rows,
-who holds what until when, the oldest owed row's age."""
+"""`azurebank notify` and `azurebank notices status` (docs/cli.md#azurebank-notify): they print
+what shared.notices.notify (the protocol and the exit decision) and shared.notices.status report."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import command, commands, print_report, shows_progress
+from azurebank_cli.runtime import command, commands, fields, print_report, shows_progress
 from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.db.uow import unit_of_work
@@ -53,7 +52,7 @@ def _notify(args: argparse.Namespace) -> int:
         )
     progress = _progress if not args.json and shows_progress() else None
     report = drain(sweep, services.engine, services.clock, progress=progress)
-    print_report(report, as_json=args.json, document=_notify_json, lines=_notify_lines)
+    print_report(args.json, _notify_json(report), _notify_lines(report))
     return int(report.exit_code)
 
 
@@ -108,34 +107,14 @@ def _notify_lines(report: NotifyReport) -> list[str]:
 
 def _notify_json(report: NotifyReport) -> dict[str, Any]:
     return {
-        "runner": report.runner,
-        "target": report.target,
-        "sweeps": report.sweeps,
-        "delivered": report.delivered,
+        **fields(report, "runner", "target", "sweeps", "delivered"),
         "refused": [str(i) for i in report.refused],
-        "failed": [
-            {
-                "noticeId": str(o.notice_id),
-                "kind": o.kind,
-                "status": o.status.value,
-                "detail": o.detail,
-            }
-            for o in report.failed
-        ],
+        "failed": [fields(o, "notice_id", "kind", "status", "detail") for o in report.failed],
         "findings": [
-            {
-                "noticeId": str(f.notice_id),
-                "auditEventId": None if f.audit_event_id is None else str(f.audit_event_id),
-                "question": f.question.value,
-                "line": f.line,
-            }
-            for f in report.findings
+            fields(f, "notice_id", "audit_event_id", "question", "line") for f in report.findings
         ],
         "heldByOthers": [_holder_json(h) for h in report.held_by_others],
-        "leaseLapsed": report.lease_lapsed,
-        "failedWhole": report.failed_whole,
-        "exitCode": int(report.exit_code),
-        "reading": report.reading,
+        **fields(report, "lease_lapsed", "failed_whole", "exit_code", "reading"),
     }
 
 
@@ -143,17 +122,14 @@ def _status(args: argparse.Namespace) -> int:
     services = bootstrap(load_settings())
     with unit_of_work(services.engine) as session:
         status = read_owed_status(session, services.clock.now())
-    print_report(status, as_json=args.json, document=_status_json, lines=_status_lines)
+    print_report(args.json, _status_json(status), _status_lines(status))
     return exits.OK
 
 
 def _age(age: timedelta) -> str:
-    seconds = max(0, int(age.total_seconds()))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    parts = [f"{days}d"] if days else []
-    return " ".join([*parts, f"{hours}h", f"{minutes}m", f"{seconds}s"])
+    days, rest = divmod(max(0, int(age.total_seconds())), 86400)
+    clock = f"{rest // 3600}h {rest // 60 % 60}m {rest % 60}s"
+    return f"{days}d {clock}" if days else clock
 
 
 def _status_lines(status: OwedStatus) -> list[str]:
@@ -185,20 +161,14 @@ def _status_json(status: OwedStatus) -> dict[str, Any]:
             "ageSeconds": round(status.oldest_owed_age.total_seconds(), 3),
         }
     return {
-        "now": utc_text(status.now),
-        "owed": status.owed,
-        "free": status.free,
-        "heldLive": status.held_live,
+        **fields(status, "now", "owed", "free", "held_live"),
         "oldestOwed": oldest,
         "holders": [{**_holder_json(h), "live": h.live(status.now)} for h in status.holders],
     }
 
 
 def _holder_json(holder: LeaseHolder) -> dict[str, Any]:
-    """A runner holding owed rows, as `notices status --json` and `notify --json` name it."""
     return {
-        "runner": holder.runner,
-        "rows": holder.rows,
-        "firstLapse": utc_text(holder.first_lapse),
+        **fields(holder, "runner", "rows", "first_lapse"),
         "leasedUntil": utc_text(holder.last_lapse),
     }

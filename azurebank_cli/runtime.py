@@ -6,9 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from enum import Enum
 from typing import Any, TypeVar
 
+from shared.clock import utc_text
 from shared.identity import tokens
 
 T = TypeVar("T")
@@ -71,18 +75,31 @@ def shows_progress() -> bool:
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-def print_report(
-    report: T,
-    *,
-    as_json: bool,
-    document: Callable[[T], Mapping[str, Any]],
-    lines: Callable[[T], Iterable[str]],
-) -> None:
-    """`--json`: one JSON object on stdout; otherwise the report's text lines."""
+def fields(thing: object, *names: str) -> dict[str, Any]:
+    """`thing`'s attributes `names` as --json prints them: camelCase keys (`notice_id` as noticeId),
+    ids as text, enums as their value, instants as utc_text."""
+    return {_camel(name): _plain(getattr(thing, name)) for name in names}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return utc_text(value)
+    return value.value if isinstance(value, Enum) else value
+
+
+def print_report(as_json: bool, document: Mapping[str, Any], lines: Iterable[str]) -> None:
+    """`--json`: the document, one JSON object on stdout; otherwise the report's text lines."""
     if as_json:
-        print(json.dumps(document(report)))
+        print(json.dumps(document))
     else:
-        for line in lines(report):
+        for line in lines:
             print(line)
 
 

@@ -10,14 +10,14 @@ import os
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import checked, command, fail, user_id
+from azurebank_cli.runtime import checked, command, fail, print_report, user_id
 from shared.clock import SystemClock
 from shared.identity.tokens import TokenSigningUnavailable, issue_token
 from shared.settings import MONEY_MAX, load_settings
@@ -99,27 +99,20 @@ def _smoke(args: argparse.Namespace) -> int:
     if args.user is not None:
         assert pin is not None
         money_journey(journey, Payment(args.payee, pin, args.amount, args.account))
-    _report(journey, as_json=args.json)
+    document = {"ok": journey.ok(), "steps": [asdict(s) for s in journey.steps]}
+    print_report(args.json, document, _lines(journey.steps))
     return exits.OK if journey.ok() else exits.FAILURE
 
 
-def _report(journey: Journey, *, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps({"ok": journey.ok(), "steps": [asdict(s) for s in journey.steps]}))
-        return
-    for step in journey.steps:
-        mark = "✓" if step.ok else "✗"
-        line = f"{mark} {step.name}: {step.answer}"
-        if not step.ok and step.answer not in ("not run", step.expected):
-            line += f" (expected {step.expected})"
-        if step.why:
-            line += f": {step.why}"
-        print(line)
-    failed = [s.name for s in journey.steps if not s.ok]
-    print(
-        f"smoke: {len(journey.steps) - len(failed)} of {len(journey.steps)} steps held"
-        + (f"; failed: {', '.join(failed)}" if failed else "")
-    )
+def _lines(steps: list[Step]) -> Iterator[str]:
+    for step in steps:
+        missed = not step.ok and step.answer not in ("not run", step.expected)
+        expected = f" (expected {step.expected})" if missed else ""
+        why = f": {step.why}" if step.why else ""
+        yield f"{'✓' if step.ok else '✗'} {step.name}: {step.answer}{expected}{why}"
+    failed = [s.name for s in steps if not s.ok]
+    held = f"smoke: {len(steps) - len(failed)} of {len(steps)} steps held"
+    yield held + (f"; failed: {', '.join(failed)}" if failed else "")
 
 
 @dataclass(frozen=True)
