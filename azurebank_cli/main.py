@@ -42,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
-        # A fault, or an unmigrated database: the driver error's type only, its message can carry
-        # the host or the SQL; no command answers with a traceback (docs/cli.md).
+        # A fault or an unmigrated database: the driver error's type only (its message can carry
+        # the host or the SQL), and no traceback (docs/cli.md).
         return fail(
             exits.FAILURE,
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "

@@ -1,5 +1,4 @@
-"""What the commands share: how one is added, argument types, when to show progress, and how a
-report or a failure is printed."""
+"""What the commands share: how each is added, argument types, progress, reports and failures."""
 
 from __future__ import annotations
 

@@ -180,8 +180,7 @@ class Journey:
     def send(self, request: Request) -> Answer:
         headers = {"Accept": "application/json", **request.headers}
         if self.function_key:
-            # The Functions host's key for the `function`-level HTTP Functions; the anonymous
-            # ones and `azurebank serve` ignore it.
+            # For the host's `function`-level Functions; the anonymous ones and serve ignore it.
             headers["x-functions-key"] = self.function_key
         if request.authorized and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -211,8 +210,7 @@ class Journey:
         *,
         expected_code: str | None = None,
     ) -> Answer | None:
-        """One request: it holds when the status (and errorCode) is the expected one and `holds`
-        finds nothing wrong (it returns what is wrong, or "")."""
+        """One request: it holds on the expected status (and errorCode) if `holds` returns ""."""
         want = f"{expected} {expected_code}" if expected_code else str(expected)
         try:
             answer = self.send(request)
@@ -270,8 +268,7 @@ class Payment:
 
 
 def money_journey(journey: Journey, payment: Payment) -> None:
-    """The quick start's journey (docs/quickstart.md): the PIN, a mint, a transfer with an
-    Idempotency-Key and its replay, the allowance, and a mint over the day's limit."""
+    """The quick start's journey (docs/quickstart.md), step by step as MONEY_STEPS names them."""
     try:
         _pay(journey, payment)
     except _Blocked as blocked:

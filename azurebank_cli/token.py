@@ -1,6 +1,5 @@
-"""`azurebank token`: a local bearer token for a user (only with Auth__SigningKey). `azurebank keys
-generate SETTING`: a new random value for one of the two keys, printed once, for the deployment's
-hook to store in Key Vault (infra/hooks/) or an operator rotating a key."""
+"""`azurebank token`: a local bearer token (only with Auth__SigningKey). `azurebank keys generate`:
+a new value for one of the two keys, printed once, for infra/hooks/ or an operator rotating it."""
 
 from __future__ import annotations
 
