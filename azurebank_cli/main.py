@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.run(args)
+        return int(args.run(args))
     except SettingsError as exc:
         return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
@@ -49,4 +49,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
         )
-    return code

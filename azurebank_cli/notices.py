@@ -133,23 +133,21 @@ def _age(age: timedelta) -> str:
 
 
 def _status_lines(status: OwedStatus) -> list[str]:
-    lines = [
-        f"owed: {status.owed} (free to claim {status.free}, under a live lease {status.held_live})"
-    ]
+    oldest = "none"
     if status.oldest_owed_at is not None and status.oldest_owed_age is not None:
-        lines.append(
-            f"oldest owed: {status.oldest_owed_id}, created {utc_text(status.oldest_owed_at)}, "
+        oldest = (
+            f"{status.oldest_owed_id}, created {utc_text(status.oldest_owed_at)}, "
             f"{_age(status.oldest_owed_age)} ago"
         )
-    else:
-        lines.append("oldest owed: none")
-    for holder in status.holders:
-        state = "live" if holder.live(status.now) else "lapsed"
-        lines.append(
-            f"held by {holder.runner}: {holder.rows} rows, lease until "
-            f"{utc_text(holder.last_lapse)} ({state})"
-        )
-    return lines
+    return [
+        f"owed: {status.owed} (free to claim {status.free}, under a live lease {status.held_live})",
+        f"oldest owed: {oldest}",
+        *(
+            f"held by {h.runner}: {h.rows} rows, lease until {utc_text(h.last_lapse)} "
+            f"({'live' if h.live(status.now) else 'lapsed'})"
+            for h in status.holders
+        ),
+    ]
 
 
 def _status_json(status: OwedStatus) -> dict[str, Any]:
