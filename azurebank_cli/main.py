@@ -14,6 +14,7 @@ from azurebank_cli import audit, db, exits, notices, serve, smoke, token, users
 from azurebank_cli.runtime import fail
 from shared.db.faults import driver_error_name
 from shared.errors import DatabaseFault
+from shared.identity.tokens import TokenSigningUnavailable
 from shared.settings import SettingsError
 
 # In help's order: token registers `token` then `keys`, notices `notify` then `notices`.
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args))
-    except SettingsError as exc:
+    except (SettingsError, TokenSigningUnavailable) as exc:  # this host cannot mint tokens
         return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
         # A fault or an unmigrated database: the driver error's type only (its message can carry

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import command, commands, fail, user_id, whole_number
+from azurebank_cli.runtime import command, commands, user_id, whole_number
 from shared.clock import SystemClock
-from shared.identity.tokens import TokenSigningUnavailable, issue_token
+from shared.identity.tokens import issue_token
 from shared.settings import load_settings
 
 # 32 random bytes at least, each: the chain key is an HMAC-SHA256 key, decoded from base64 by
@@ -40,10 +40,8 @@ def register(sub: Any) -> None:
 
 
 def _token(args: argparse.Namespace) -> int:
-    try:
-        print(issue_token(load_settings(), SystemClock(), args.user, minutes=args.minutes))
-    except TokenSigningUnavailable as exc:
-        return fail(exits.CONFIG, str(exc))
+    # TokenSigningUnavailable → exit 78, as a settings refusal (azurebank_cli.main).
+    print(issue_token(load_settings(), SystemClock(), args.user, minutes=args.minutes))
     return exits.OK
 
 
