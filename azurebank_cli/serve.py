@@ -41,13 +41,12 @@ def _serve(args: argparse.Namespace) -> int:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
-        if exc.code in (None, 0):
-            return exits.OK
-        return fail(
-            exits.FAILURE,
-            f"azurebank serve: could not serve on {args.host}:{args.port} (see the line above). "
-            "Fix: free the port, or pass --host/--port.",
-        )
+        if exc.code not in (None, 0):
+            return fail(
+                exits.FAILURE,
+                f"azurebank serve: could not serve on {args.host}:{args.port} (see the line "
+                "above). Fix: free the port, or pass --host/--port.",
+            )
     return exits.OK
 
 
