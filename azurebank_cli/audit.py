@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import print_report, shows_progress
+from azurebank_cli.runtime import command, commands, fail, fields, print_report, shows_progress
 from shared.audit.verify import ChainReport, walk_chain
 from shared.bootstrap import bootstrap
 from shared.db.faults import driver_error_name
@@ -25,14 +25,10 @@ WRONG_KEY_HINT = (
 
 
 def register(sub: Any) -> None:
-    audit = sub.add_parser("audit", help="the HMAC-chained audit log")
-    audit_sub = audit.add_subparsers(dest="audit_command", required=True, parser_class=type(audit))
-    verify = audit_sub.add_parser(
-        "verify",
-        help="walk the chain in Sequence order; name each broken row (exit 0 intact, 1 broken)",
-    )
+    audit = commands(sub, "audit", "the HMAC-chained audit log")
+    walk = "walk the chain in Sequence order; name each broken row (exit 0 intact, 1 broken)"
+    verify = command(audit, "verify", _verify, help=walk)
     verify.add_argument("--json", action="store_true", help="print one JSON document")
-    verify.set_defaults(run=_verify)
 
 
 def _progress(rows: int) -> None:
@@ -48,27 +44,21 @@ def _verify(args: argparse.Namespace) -> int:
             report = walk_chain(session, chain, progress=_progress if interactive else None)
     except (DatabaseFault, SQLAlchemyError) as exc:
         # The driver error's type only: its message can carry the URL or parameters.
-        print(
+        return fail(
+            exits.FAILURE,
             f"audit verify: could not read the chain ({driver_error_name(exc)}); is the database "
             "reachable and migrated (`azurebank db upgrade`)?",
-            file=sys.stderr,
         )
-        return exits.FAILURE
     if interactive and report.rows >= 10_000:
         print(file=sys.stderr)
-    print_report(report, as_json=args.json, document=_as_json, lines=_lines)
+    print_report(args.json, _as_json(report), _lines(report))
     return exits.OK if report.intact else exits.FAILURE
 
 
 def _as_json(report: ChainReport) -> dict[str, Any]:
     return {
-        "intact": report.intact,
-        "rows": report.rows,
-        "lastSequence": report.last_sequence,
-        "findings": [
-            {"sequence": f.sequence, "id": str(f.id) if f.id else None, "problem": f.problem}
-            for f in report.findings
-        ],
+        **fields(report, "intact", "rows", "last_sequence"),
+        "findings": [fields(f, "sequence", "id", "problem") for f in report.findings],
         "hint": WRONG_KEY_HINT if report.every_row_fails_hmac else None,
     }
 

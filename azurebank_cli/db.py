@@ -4,7 +4,6 @@ give the app's identity its user and the table privileges it needs, and no DDL."
 from __future__ import annotations
 
 import argparse
-import sys
 import uuid
 from dataclasses import asdict
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 from sqlalchemy.engine import make_url
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import checked, print_report
+from azurebank_cli.runtime import checked, command, commands, fail, print_report
 from shared.bootstrap import database_url
 from shared.db import grant_sql, migrate
 from shared.db.engine import build_engine
@@ -20,14 +19,10 @@ from shared.settings import fix_for, load_settings
 
 
 def register(sub: Any) -> None:
-    db = sub.add_parser("db", help="the database schema")
-    db_sub = db.add_subparsers(dest="db_command", required=True, parser_class=type(db))
-    up = db_sub.add_parser("upgrade", help="run the migrations to head on Database__Url")
-    up.set_defaults(run=_upgrade)
-    grant = db_sub.add_parser(
-        "grant",
-        help="create the app identity's database user and grant it the app's tables (no DDL)",
-    )
+    db = commands(sub, "db", "the database schema")
+    command(db, "upgrade", _upgrade, help="run the migrations to head on Database__Url")
+    what = "create the app identity's database user and grant it the app's tables (no DDL)"
+    grant = command(db, "grant", _grant, help=what)
     grant.add_argument(
         "--principal",
         type=checked(
@@ -46,7 +41,6 @@ def register(sub: Any) -> None:
         "user to it without a directory look-up",
     )
     grant.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    grant.set_defaults(run=_grant)
 
 
 def _upgrade(args: argparse.Namespace) -> int:
@@ -60,21 +54,19 @@ def _grant(args: argparse.Namespace) -> int:
     url = database_url(load_settings(), local_default=False)
     backend = make_url(url).get_backend_name()
     if backend not in ("mssql", "postgresql"):
-        print(
+        return fail(
+            exits.CONFIG,
             f"Database__Url: {backend} has no database users to grant. Fix: "
             f"{fix_for('Database__Url')}, naming the SQL Server or PostgreSQL database.",
-            file=sys.stderr,
         )
-        return exits.CONFIG
     if backend != "mssql" and args.object_id is not None:
-        print("azurebank db grant: --object-id is for SQL Server only", file=sys.stderr)
-        return exits.USAGE
+        return fail(exits.USAGE, "azurebank db grant: --object-id is for SQL Server only")
     engine = build_engine(url)
     try:
         report = grant_sql.grant_app_identity(engine, args.principal, object_id=args.object_id)
     finally:
         engine.dispose()
-    print_report(report, as_json=args.json, document=asdict, lines=_lines)
+    print_report(args.json, asdict(report), _lines(report))
     return exits.OK
 
 

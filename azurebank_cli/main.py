@@ -11,8 +11,10 @@ from typing import NoReturn
 from sqlalchemy.exc import SQLAlchemyError
 
 from azurebank_cli import audit, db, exits, notices, serve, smoke, token, users
+from azurebank_cli.runtime import fail
 from shared.db.faults import driver_error_name
 from shared.errors import DatabaseFault
+from shared.identity.tokens import TokenSigningUnavailable
 from shared.settings import SettingsError
 
 # In help's order: token registers `token` then `keys`, notices `notify` then `notices`.
@@ -37,17 +39,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.run(args)
-    except SettingsError as exc:
-        print(exc, file=sys.stderr)
-        return exits.CONFIG
+        return int(args.run(args))
+    except (SettingsError, TokenSigningUnavailable) as exc:  # this host cannot mint tokens
+        return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
-        # A fault, or an unmigrated database: the driver error's type only, its message can carry
-        # the host or the SQL; no command answers with a traceback (docs/cli.md).
-        print(
+        # A fault or an unmigrated database: the driver error's type only (its message can carry
+        # the host or the SQL), and no traceback (docs/cli.md).
+        return fail(
+            exits.FAILURE,
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "
             "that Database__Url names a reachable database, migrated by `azurebank db upgrade`.",
-            file=sys.stderr,
         )
-        return exits.FAILURE
-    return code

@@ -1,6 +1,5 @@
-"""`azurebank notify`: deliver owed notices, printing what shared.notices.notify (the protocol and
-the exit decision) reports (docs/cli.md#azurebank-notify). `azurebank notices status`: owed rows,
-who holds what until when, the oldest owed row's age."""
+"""`azurebank notify` and `azurebank notices status` (docs/cli.md#azurebank-notify): they print
+what shared.notices.notify (the protocol and the exit decision) and shared.notices.status report."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import print_report, shows_progress
+from azurebank_cli.runtime import command, commands, fields, print_report, shows_progress
 from shared.bootstrap import bootstrap
 from shared.clock import utc_text
 from shared.db.uow import unit_of_work
@@ -24,24 +23,20 @@ from shared.settings import load_settings, require_host
 
 
 def register(sub: Any) -> None:
-    notify = sub.add_parser(
+    notify = command(
+        sub,
         "notify",
+        _notify,
         help="deliver owed notices under the verb's own lease (ADR-0048 D5)",
         description="Deliver owed notices into Notices__PickupDirectory or "
         "Notices__PickupContainer. Exit 0 delivered; 2 nothing to do (the line says which "
         "reading); 6 a refused file; 1 another failure left rows owed; 78 settings refused.",
     )
     notify.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    notify.set_defaults(run=_notify)
-    notices = sub.add_parser("notices", help="owed security notices (ADR-0048)")
-    notices_sub = notices.add_subparsers(
-        dest="notices_command", required=True, parser_class=type(notices)
-    )
-    status = notices_sub.add_parser(
-        "status", help="owed rows, who holds what until when, the oldest owed row's age"
-    )
+    notices = commands(sub, "notices", "owed security notices (ADR-0048)")
+    what = "owed rows, who holds what until when, the oldest owed row's age"
+    status = command(notices, "status", _status, help=what)
     status.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    status.set_defaults(run=_status)
 
 
 def _notify(args: argparse.Namespace) -> int:
@@ -57,7 +52,7 @@ def _notify(args: argparse.Namespace) -> int:
         )
     progress = _progress if not args.json and shows_progress() else None
     report = drain(sweep, services.engine, services.clock, progress=progress)
-    print_report(report, as_json=args.json, document=_notify_json, lines=_notify_lines)
+    print_report(args.json, _notify_json(report), _notify_lines(report))
     return int(report.exit_code)
 
 
@@ -112,34 +107,14 @@ def _notify_lines(report: NotifyReport) -> list[str]:
 
 def _notify_json(report: NotifyReport) -> dict[str, Any]:
     return {
-        "runner": report.runner,
-        "target": report.target,
-        "sweeps": report.sweeps,
-        "delivered": report.delivered,
+        **fields(report, "runner", "target", "sweeps", "delivered"),
         "refused": [str(i) for i in report.refused],
-        "failed": [
-            {
-                "noticeId": str(o.notice_id),
-                "kind": o.kind,
-                "status": o.status.value,
-                "detail": o.detail,
-            }
-            for o in report.failed
-        ],
+        "failed": [fields(o, "notice_id", "kind", "status", "detail") for o in report.failed],
         "findings": [
-            {
-                "noticeId": str(f.notice_id),
-                "auditEventId": None if f.audit_event_id is None else str(f.audit_event_id),
-                "question": f.question.value,
-                "line": f.line,
-            }
-            for f in report.findings
+            fields(f, "notice_id", "audit_event_id", "question", "line") for f in report.findings
         ],
         "heldByOthers": [_holder_json(h) for h in report.held_by_others],
-        "leaseLapsed": report.lease_lapsed,
-        "failedWhole": report.failed_whole,
-        "exitCode": int(report.exit_code),
-        "reading": report.reading,
+        **fields(report, "lease_lapsed", "failed_whole", "exit_code", "reading"),
     }
 
 
@@ -147,37 +122,32 @@ def _status(args: argparse.Namespace) -> int:
     services = bootstrap(load_settings())
     with unit_of_work(services.engine) as session:
         status = read_owed_status(session, services.clock.now())
-    print_report(status, as_json=args.json, document=_status_json, lines=_status_lines)
+    print_report(args.json, _status_json(status), _status_lines(status))
     return exits.OK
 
 
 def _age(age: timedelta) -> str:
-    seconds = max(0, int(age.total_seconds()))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    parts = [f"{days}d"] if days else []
-    return " ".join([*parts, f"{hours}h", f"{minutes}m", f"{seconds}s"])
+    days, rest = divmod(max(0, int(age.total_seconds())), 86400)
+    clock = f"{rest // 3600}h {rest // 60 % 60}m {rest % 60}s"
+    return f"{days}d {clock}" if days else clock
 
 
 def _status_lines(status: OwedStatus) -> list[str]:
-    lines = [
-        f"owed: {status.owed} (free to claim {status.free}, under a live lease {status.held_live})"
-    ]
+    oldest = "none"
     if status.oldest_owed_at is not None and status.oldest_owed_age is not None:
-        lines.append(
-            f"oldest owed: {status.oldest_owed_id}, created {utc_text(status.oldest_owed_at)}, "
+        oldest = (
+            f"{status.oldest_owed_id}, created {utc_text(status.oldest_owed_at)}, "
             f"{_age(status.oldest_owed_age)} ago"
         )
-    else:
-        lines.append("oldest owed: none")
-    for holder in status.holders:
-        state = "live" if holder.live(status.now) else "lapsed"
-        lines.append(
-            f"held by {holder.runner}: {holder.rows} rows, lease until "
-            f"{utc_text(holder.last_lapse)} ({state})"
-        )
-    return lines
+    return [
+        f"owed: {status.owed} (free to claim {status.free}, under a live lease {status.held_live})",
+        f"oldest owed: {oldest}",
+        *(
+            f"held by {h.runner}: {h.rows} rows, lease until {utc_text(h.last_lapse)} "
+            f"({'live' if h.live(status.now) else 'lapsed'})"
+            for h in status.holders
+        ),
+    ]
 
 
 def _status_json(status: OwedStatus) -> dict[str, Any]:
@@ -189,20 +159,14 @@ def _status_json(status: OwedStatus) -> dict[str, Any]:
             "ageSeconds": round(status.oldest_owed_age.total_seconds(), 3),
         }
     return {
-        "now": utc_text(status.now),
-        "owed": status.owed,
-        "free": status.free,
-        "heldLive": status.held_live,
+        **fields(status, "now", "owed", "free", "held_live"),
         "oldestOwed": oldest,
         "holders": [{**_holder_json(h), "live": h.live(status.now)} for h in status.holders],
     }
 
 
 def _holder_json(holder: LeaseHolder) -> dict[str, Any]:
-    """A runner holding owed rows, as `notices status --json` and `notify --json` name it."""
     return {
-        "runner": holder.runner,
-        "rows": holder.rows,
-        "firstLapse": utc_text(holder.first_lapse),
+        **fields(holder, "runner", "rows", "first_lapse"),
         "leasedUntil": utc_text(holder.last_lapse),
     }

@@ -1,23 +1,40 @@
-"""What the commands share: argument types, when to show progress, and how a report is printed."""
+"""What the commands share: how each is added, argument types, progress, reports and failures."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from enum import Enum
 from typing import Any, TypeVar
 
+from shared.clock import utc_text
 from shared.identity import tokens
 
 T = TypeVar("T")
+Run = Callable[[argparse.Namespace], int]
+
+
+def command(sub: Any, name: str, run: Run, **options: Any) -> Any:
+    """Add the command `name`, which `run` runs; `options` are add_parser's."""
+    parser = sub.add_parser(name, **options)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def commands(sub: Any, name: str, help: str) -> Any:
+    """Add `name`, a group of commands (`azurebank db upgrade`) one of which must be given."""
+    group = sub.add_parser(name, help=help)
+    return group.add_subparsers(dest=f"{name}_command", required=True, parser_class=type(group))
 
 
 def checked(
     parse: Callable[[str], T], message: str, holds: Callable[[T], bool] = lambda _value: True
 ) -> Callable[[str], T]:
-    """An argparse `type`: what `parse` reads, when it reads and `holds`; anything else is a usage
-    error saying `message`."""
+    """An argparse `type`: what `parse` reads, if it `holds`; else a usage error, `message`."""
 
     def check(text: str) -> T:
         try:
@@ -32,8 +49,7 @@ def checked(
 
 
 def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
-    """An argparse `type`: a whole number from `low` to `high`; anything else is a usage error
-    that names the range."""
+    """An argparse `type`: digits from `low` to `high`; else a usage error that names the range."""
 
     def parse(text: str) -> int:
         if not text.isdigit() or not low <= int(text) <= high:
@@ -58,16 +74,35 @@ def shows_progress() -> bool:
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 
-def print_report(
-    report: T,
-    *,
-    as_json: bool,
-    document: Callable[[T], Mapping[str, Any]],
-    lines: Callable[[T], Iterable[str]],
-) -> None:
-    """`--json`: one JSON object on stdout; otherwise the report's text lines."""
+def fields(thing: object, *names: str) -> dict[str, Any]:
+    """`thing`'s attributes `names` as --json prints them: camelCase keys (`notice_id` as noticeId),
+    ids as text, enums as their value, instants as utc_text."""
+    return {_camel(name): _plain(getattr(thing, name)) for name in names}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return utc_text(value)
+    return value.value if isinstance(value, Enum) else value
+
+
+def print_report(as_json: bool, document: Mapping[str, Any], lines: Iterable[str]) -> None:
+    """`--json`: the document, one JSON object on stdout; otherwise the report's text lines."""
     if as_json:
-        print(json.dumps(document(report)))
+        print(json.dumps(document))
     else:
-        for line in lines(report):
+        for line in lines:
             print(line)
+
+
+def fail(code: int, message: str) -> int:
+    """`message` on stderr, and the `code` the command exits with."""
+    print(message, file=sys.stderr)
+    return code

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import whole_number
+from azurebank_cli.runtime import command, fail, whole_number
 from shared.settings import load_settings
 
 
 def register(sub: Any) -> None:
-    serve = sub.add_parser(
-        "serve",
-        help="serve the HTTP API with uvicorn (and deliver notices when Notices__Runner=Api)",
-    )
+    what = "serve the HTTP API with uvicorn (and deliver notices when Notices__Runner=Api)"
+    serve = command(sub, "serve", _serve, help=what)
     serve.add_argument(
         "--host", default="127.0.0.1", help="the address to bind (default 127.0.0.1)"
     )
@@ -29,7 +26,6 @@ def register(sub: Any) -> None:
         default=7071,
         help="1 to 65535 (default 7071)",
     )
-    serve.set_defaults(run=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -45,14 +41,12 @@ def _serve(args: argparse.Namespace) -> int:
             uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
-        if exc.code in (None, 0):
-            return exits.OK
-        print(
-            f"azurebank serve: could not serve on {args.host}:{args.port} (see the line above). "
-            "Fix: free the port, or pass --host/--port.",
-            file=sys.stderr,
-        )
-        return exits.FAILURE
+        if exc.code not in (None, 0):
+            return fail(
+                exits.FAILURE,
+                f"azurebank serve: could not serve on {args.host}:{args.port} (see the line "
+                "above). Fix: free the port, or pass --host/--port.",
+            )
     return exits.OK
 
 

@@ -1,20 +1,18 @@
-"""`azurebank token`: a local bearer token for a user (only with Auth__SigningKey). `azurebank keys
-generate SETTING`: a new random value for one of the two keys, printed once, for the deployment's
-hook to store in Key Vault (infra/hooks/) or an operator rotating a key."""
+"""`azurebank token`: a local bearer token (only with Auth__SigningKey). `azurebank keys generate`:
+a new value for one of the two keys, printed once, for infra/hooks/ or an operator rotating it."""
 
 from __future__ import annotations
 
 import argparse
 import base64
 import secrets
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import user_id, whole_number
+from azurebank_cli.runtime import command, commands, user_id, whole_number
 from shared.clock import SystemClock
-from shared.identity.tokens import TokenSigningUnavailable, issue_token
+from shared.identity.tokens import issue_token
 from shared.settings import load_settings
 
 # 32 random bytes at least, each: the chain key is an HMAC-SHA256 key, decoded from base64 by
@@ -26,7 +24,8 @@ GENERATORS: dict[str, Callable[[], str]] = {
 
 
 def register(sub: Any) -> None:
-    tok = sub.add_parser("token", help="print a bearer token for a user (Auth__SigningKey only)")
+    what = "print a bearer token for a user (Auth__SigningKey only)"
+    tok = command(sub, "token", _token, help=what)
     tok.add_argument("--user", type=user_id, required=True, help="the AspNetUsers.Id")
     tok.add_argument(
         "--minutes",
@@ -34,22 +33,15 @@ def register(sub: Any) -> None:
         default=60,
         help="lifetime, 1 to 1440 minutes (default 60)",
     )
-    tok.set_defaults(run=_token)
-    keys = sub.add_parser("keys", help="the app's two keys")
-    keys_sub = keys.add_subparsers(dest="keys_command", required=True, parser_class=type(keys))
-    generate = keys_sub.add_parser(
-        "generate", help="print a new random value for Audit__ChainKey or Auth__SigningKey"
-    )
+    keys = commands(sub, "keys", "the app's two keys")
+    what = "print a new random value for Audit__ChainKey or Auth__SigningKey"
+    generate = command(keys, "generate", _generate, help=what)
     generate.add_argument("setting", choices=sorted(GENERATORS), help="which key")
-    generate.set_defaults(run=_generate)
 
 
 def _token(args: argparse.Namespace) -> int:
-    try:
-        print(issue_token(load_settings(), SystemClock(), args.user, minutes=args.minutes))
-    except TokenSigningUnavailable as exc:
-        print(exc, file=sys.stderr)
-        return exits.CONFIG
+    # TokenSigningUnavailable → exit 78, as a settings refusal (azurebank_cli.main).
+    print(issue_token(load_settings(), SystemClock(), args.user, minutes=args.minutes))
     return exits.OK
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from azurebank_cli import exits
-from azurebank_cli.runtime import checked, whole_number
+from azurebank_cli.runtime import checked, command, commands, fail, whole_number
 from shared.bootstrap import bootstrap
 from shared.db.uow import unit_of_work
 from shared.identity.users import UserExists, add_user
@@ -55,10 +54,10 @@ _password = checked(
 
 
 def register(sub: Any) -> None:
-    users = sub.add_parser("users", help="users of the bank")
-    users_sub = users.add_subparsers(dest="users_command", required=True, parser_class=type(users))
-    add = users_sub.add_parser(
+    add = command(
+        commands(sub, "users", "users of the bank"),
         "add",
+        _add,
         help="add a user with open accounts",
         description='Add a user with open accounts; prints {"userId": …, "accountIds": […]}. '
         "Exit 0; 1 when the email or AzureTag is taken or the database failed; 64; 78.",
@@ -82,7 +81,6 @@ def register(sub: Any) -> None:
         default=1,
         help="how many accounts, 1 to 100 (default 1)",
     )
-    add.set_defaults(run=_add)
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -99,8 +97,7 @@ def _add(args: argparse.Namespace) -> int:
                 accounts=args.accounts,
             )
         except UserExists as exc:
-            print(f"azurebank users add: {exc.title}", file=sys.stderr)
-            return exits.FAILURE
+            return fail(exits.FAILURE, f"azurebank users add: {exc.title}")
         session.commit()
     print(json.dumps({"userId": user.user_id, "accountIds": [str(a) for a in user.account_ids]}))
     return exits.OK
