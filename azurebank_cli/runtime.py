@@ -52,7 +52,9 @@ def whole_number(low: int, high: int, what: str = "a whole number") -> Callable[
     """An argparse `type`: digits from `low` to `high`; else a usage error that names the range."""
 
     def parse(text: str) -> int:
-        if not text.isdigit() or not low <= int(text) <= high:
+        # ASCII only: str.isdigit() also passes other scripts' digits, which int() reads or not.
+        digits = text.isascii() and text.isdigit() and len(text) <= len(str(high))
+        if not digits or not low <= int(text) <= high:
             raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}")
         return int(text)
 

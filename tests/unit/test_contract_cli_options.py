@@ -104,3 +104,14 @@ def test_help_names_each_options_default(
     out = " ".join(capsys.readouterr().out.split())
     for word in words:
         assert word in out
+
+
+# Digits of other scripts pass str.isdigit(): "٣" is read as 3 by int(), "²" is refused by it.
+@pytest.mark.parametrize("value", ["٣", "²", "+3", " 3", "1" * 5000])
+def test_a_whole_number_option_takes_ascii_digits_only_and_names_its_range(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(_argv(accounts=value))
+    assert exited.value.code == exits.USAGE
+    assert "argument --accounts: must be a whole number from 1 to 100" in capsys.readouterr().err
