@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_funcs.problems import internal_error, log_unhandled, refusal_problem, trace_id_of
+from api_funcs.problems import refusal_problem, trace_id_of, unhandled
 from shared.errors import ValidationFailed
 
 # Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
@@ -85,10 +85,8 @@ class UnhandledErrors(HttpMiddleware):
             await self.app(scope, receive, sent)
         except Exception as exc:
             # The traceId the route may already have used (request.state lives in the scope).
-            trace = trace_id_of(Request(scope))
-            log_unhandled(exc, trace)
-            if sent.status is not None:
-                # The status is sent: the server closes the connection short of its body,
-                # which the client sees as a failed response.
-                return
-            await internal_error(trace)(scope, receive, send)
+            response = unhandled(exc, trace_id_of(Request(scope)))
+            # Once the status is sent, the server closes the connection short of its body,
+            # which the client sees as a failed response.
+            if sent.status is None:
+                await response(scope, receive, send)

@@ -80,11 +80,9 @@ def problem_response(
 
 
 def trace_id_of(request: Request) -> str:
-    trace: str | None = getattr(request.state, "trace_id", None)
-    if trace is None:
-        trace = uuid.uuid4().hex
-        request.state.trace_id = trace
-    return trace
+    if getattr(request.state, "trace_id", None) is None:
+        request.state.trace_id = uuid.uuid4().hex
+    return request.state.trace_id
 
 
 def _field_name(error: Any) -> str:
@@ -139,38 +137,31 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     )
 
 
+# How each fault is logged, the first that matches: a deadlock's or a serialization failure's
+# rollback (outside the money's retry loop: a PIN change, the mint) changed nothing, so a retry may
+# pass; a lost COMMIT's outcome is unknown.
+_FAULT_LOGS: tuple[tuple[type[DatabaseFault], int, str], ...] = (
+    (TransactionRolledBack, logging.WARNING, "Transaction rolled back by the server"),
+    (LockTimeout, logging.WARNING, "Lock wait ran out"),
+    (CommitOutcomeUnknown, logging.ERROR, "Connection lost during COMMIT, outcome unknown"),
+    (DatabaseFault, logging.ERROR, "Database unavailable"),
+)
+
+
 async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
-    trace = trace_id_of(request)
-    if isinstance(exc, TransactionRolledBack):
-        # A deadlock or serialization failure outside the money's retry loop (a PIN change, the
-        # mint): the server rolled the transaction back, so nothing changed and a retry may pass.
-        log.warning("Transaction rolled back by the server: %s (trace %s)", exc.driver_error, trace)
-    elif isinstance(exc, LockTimeout):
-        log.warning("Lock wait ran out: %s (trace %s)", exc.driver_error, trace)
-    elif isinstance(exc, CommitOutcomeUnknown):
-        log.error(
-            "Connection lost during COMMIT, outcome unknown: %s (trace %s)",
-            exc.driver_error,
-            trace,
-        )
-    else:
-        log.error("Database unavailable: %s (trace %s)", exc.driver_error, trace)
+    level, what = next((lvl, what) for kind, lvl, what in _FAULT_LOGS if isinstance(exc, kind))
+    log.log(level, "%s: %s (trace %s)", what, exc.driver_error, trace_id_of(request))
     return await _domain(request, exc)
 
 
 async def _untranslated(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-    trace = trace_id_of(request)
-    log_unhandled(exc, trace)
-    return internal_error(trace)
+    return unhandled(exc, trace_id_of(request))
 
 
-def log_unhandled(exc: BaseException, trace_id: str) -> None:
-    # Never the message (a driver's echoes SQL parameters) nor exc_info (a handler would print
-    # the message with the traceback).
+def unhandled(exc: BaseException, trace_id: str) -> JSONResponse:
+    """The 500 INTERNAL_ERROR, logged by the exception's type and frames: never its message (a
+    driver's echoes SQL parameters) nor exc_info (a handler would print the message with it)."""
     log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
-
-
-def internal_error(trace_id: str) -> JSONResponse:
     return problem_response(
         500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id
     )
