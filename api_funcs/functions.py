@@ -4,6 +4,7 @@ that feature's first request with its router alone (bench/cold_start.py); the pa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,11 +80,9 @@ def _register(
     async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
         nonlocal answered_once
         app = asgi(op.feature)
-        if answered_once:
-            return await app.handle_async(req, context)
         # What the first request imports and builds (the driver, PyJWT, the ORM, the services)
         # lives for the process: built like the app, without the collector's walks.
-        with long_lived_build():
+        with contextlib.nullcontext() if answered_once else long_lived_build():
             response = await app.handle_async(req, context)
         answered_once = True
         return response
