@@ -77,6 +77,9 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
         # Starlette's slash redirect builds its Location from the Host header the caller sent:
         # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
         redirect_slashes=False,
+        # An operation's Function name, route name and operationId are one name: its handler's,
+        # unless the route is given one.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)

@@ -7,13 +7,12 @@ from fastapi import APIRouter
 from api_funcs.decimal_json import ExactJSONResponse, cents
 from api_funcs.deps import CurrentUser, HostServices
 from api_funcs.problem_docs import error_code_responses
-from api_funcs.routes import operation_id
 from api_funcs.schemas.accounts import AccountView
 from shared.accounts.listing import list_accounts
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
 
-router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
+router = APIRouter(tags=["accounts"])
 
 
 @router.get(

@@ -19,7 +19,6 @@ from api_funcs.problem_docs import (
     Refusals,
     error_code_responses,
 )
-from api_funcs.routes import operation_id
 from api_funcs.schemas.fields import compared_text_refusal
 from api_funcs.schemas.transactions import (
     AccountAmountBody,
@@ -43,9 +42,7 @@ from shared.money.mint import MintRequest
 from shared.money.rails import InternalTransferReceipt, RailReceipt
 from shared.money.transfers import TransferOrder, TransferReceipt
 
-router = APIRouter(
-    route_class=DecimalJSONRoute, tags=["transactions"], generate_unique_id_function=operation_id
-)
+router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
 # The refusals each operation can raise, in rung order (docs/decisions.md#adr-0050-rung-table),
 # then what every operation of its kind can answer; the document is derived from these classes.
