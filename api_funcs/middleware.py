@@ -47,32 +47,25 @@ class BodyLimit(HttpMiddleware):
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            await self._refuse(scope, receive, send)
-            return
-        # Read the body up front (it is small by the bound), then hand it on unchanged.
+        refused = declared.isdigit() and int(declared) > MAX_BODY_BYTES
+        # Otherwise read the body up front (it is small by the bound), then hand it on unchanged.
         messages: list[Message] = []
-        size = 0
-        while True:
+        size, more = 0, True
+        while more and not refused:
             message = await receive()
             messages.append(message)
-            if message["type"] != "http.request":
-                break
             size += len(message.get("body", b""))
-            if size > MAX_BODY_BYTES:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+            refused = size > MAX_BODY_BYTES
+            more = message["type"] == "http.request" and message.get("more_body", False)
+        if refused:
+            error = ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes")
+            await refusal_problem(error)(scope, receive, send)
+            return
 
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = refusal_problem(ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes"))
-        await response(scope, receive, send)
 
 
 class UnhandledErrors(HttpMiddleware):
