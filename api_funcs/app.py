@@ -39,10 +39,6 @@ class AppContext:
     # The host's (api_funcs.telemetry.host_telemetry), read without composing the services.
     telemetry: Telemetry = NO_TELEMETRY
 
-    @property
-    def services(self) -> Services:
-        return self.compose()
-
 
 def _router(feature: str) -> APIRouter:
     # Imported when an app that routes the feature is built; as import statements, not by name,
@@ -90,7 +86,6 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
     for feature in features:
-        # Each feature's module is imported when an app that routes it is built.
         app.include_router(_router(feature))
     _declare_only_real_refusals(app)
     if docs:
