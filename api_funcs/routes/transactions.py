@@ -188,9 +188,8 @@ def transfer(
     request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = TRANSFER.claim(request, user_id, body)
-    order = TransferOrder(
-        body.accountId, body.recipientAzureTag, cents(body.amount), body.authorizationId
-    )
+    amount = cents(body.amount)
+    order = TransferOrder(body.accountId, body.recipientAzureTag, amount, body.authorizationId)
     return _answer(services.transfers.transfer(claim, order))
 
 
