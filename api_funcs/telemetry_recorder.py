@@ -73,7 +73,7 @@ class OpenTelemetryRecorder:
         backlog: Backlog | None = None,
     ) -> None:
         self.tracer = tracer_provider.get_tracer(SCOPE)
-        meter = meter_provider.get_meter(SCOPE)
+        self._meter = meter = meter_provider.get_meter(SCOPE)
         self._counts = {
             count: meter.create_counter(
                 f"azurebank.notices.{count}", unit="{notice}", description=text
@@ -87,7 +87,6 @@ class OpenTelemetryRecorder:
             kind: meter.create_counter(name, unit="{request}", description=text)
             for kind, (name, text) in _REFUSAL_METRICS.items()
         }
-        self._meter = meter
         if backlog is not None:
             self.watch_backlog(backlog)
 
