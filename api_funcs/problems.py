@@ -137,9 +137,8 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     )
 
 
-# How each fault is logged, the first that matches: a deadlock's or a serialization failure's
-# rollback (outside the money's retry loop: a PIN change, the mint) changed nothing, so a retry may
-# pass; a lost COMMIT's outcome is unknown.
+# How each fault is logged, the first that matches: a rollback (a deadlock's or a serialization
+# failure's, outside the money's retry loop) changed nothing; a lost COMMIT's outcome is unknown.
 _FAULT_LOGS: tuple[tuple[type[DatabaseFault], int, str], ...] = (
     (TransactionRolledBack, logging.WARNING, "Transaction rolled back by the server"),
     (LockTimeout, logging.WARNING, "Lock wait ran out"),

@@ -101,9 +101,8 @@ def _idempotency_key(request: Request) -> str:
     keys = request.headers.getlist("idempotency-key")
     if len(keys) < 2 and not "".join(keys).strip():
         raise money.IdempotencyKeyRequired()
-    # Two keys name two requests: which one would this be remembered by? One is stored in and
-    # compared with IdempotencyRecords.Key, whose unique index on SQL Server would take `abc` and
-    # `abc ` for one key.
+    # Two keys name two requests (which would it be remembered by?); one is compared with
+    # IdempotencyRecords.Key, whose unique index on SQL Server takes `abc` and `abc ` as one key.
     reason = "must be sent once" if keys[1:] else compared_text_refusal(keys[0], MAX_KEY_LENGTH)
     if reason is not None:
         # Titled for the header (the body may be fine).
