@@ -27,10 +27,9 @@ _PATH_SAFE = "/!$&'()*+,;=:@-._~"
 
 
 def build_served_app(settings: Settings) -> FastAPI:
-    """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
-    this install lacks is SettingsError here, before anything is served (exit 78)."""
+    """The app with the relay loop in its lifespan; a refused set (ADR-0048 D6) is exit 78 here."""
     host = Host("api", settings, telemetry=host_telemetry())
-    host.services()  # built now, so a missing driver is exit 78 and not a 500 on a request
+    host.services()  # built now, so a missing driver is exit 78 too and not a 500 on a request
     app = create_app(AppContext(settings, host.services, "api", host.telemetry))
     # Outermost of the app's middleware, so the line has the status the client got.
     app.add_middleware(AccessLog)
