@@ -63,7 +63,6 @@ def problem_response(
     status: int,
     error_code: str,
     title: str,
-    *,
     trace_id: str | None = None,
     headers: dict[str, str] | None = None,
     **members: Any,
@@ -103,12 +102,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
     return problem_response(
-        error.status,
-        error.error_code,
-        error.title,
-        trace_id=trace_id,
-        headers=error.headers,
-        **error.members,
+        error.status, error.error_code, error.title, trace_id, error.headers, **error.members
     )
 
 
@@ -132,8 +126,8 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         exc.status_code,
         code,
         str(exc.detail) if exc.status_code < 500 else "The request failed.",
-        trace_id=trace_id_of(request),
-        headers=getattr(exc, "headers", None),
+        trace_id_of(request),
+        getattr(exc, "headers", None),
     )
 
 
@@ -161,6 +155,4 @@ def unhandled(exc: BaseException, trace_id: str) -> JSONResponse:
     """The 500 INTERNAL_ERROR, logged by the exception's type and frames: never its message (a
     driver's echoes SQL parameters) nor exc_info (a handler would print the message with it)."""
     log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
-    return problem_response(
-        500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id
-    )
+    return problem_response(500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id)
