@@ -121,15 +121,8 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
 PAGE = "/api/docs"
 # The files the page loads (and their source maps, which a browser's tools ask for): nothing
 # else of the bundle is served, so its sample page and its Petstore initializer stay out.
-ASSETS = frozenset(
-    {
-        "swagger-ui-bundle.js",
-        "swagger-ui-bundle.js.map",
-        "swagger-ui.css",
-        "swagger-ui.css.map",
-        "favicon-32x32.png",
-    }
-)
+_JS, _CSS, _ICON = "swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png"
+ASSETS = frozenset({_JS, f"{_JS}.map", _CSS, f"{_CSS}.map", _ICON})
 # A browser refuses any other origin, so a page that tried a CDN would show it at once.
 _POLICY = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
@@ -147,9 +140,9 @@ def install_docs_page(app: FastAPI) -> None:
         html = get_swagger_ui_html(
             openapi_url=str(app.openapi_url),
             title=f"{app.title} — API",
-            swagger_js_url=f"{PAGE}/swagger-ui-bundle.js",
-            swagger_css_url=f"{PAGE}/swagger-ui.css",
-            swagger_favicon_url=f"{PAGE}/favicon-32x32.png",
+            swagger_js_url=f"{PAGE}/{_JS}",
+            swagger_css_url=f"{PAGE}/{_CSS}",
+            swagger_favicon_url=f"{PAGE}/{_ICON}",
             # Swagger UI's default validator is an image from an outside service.
             swagger_ui_parameters={"validatorUrl": None},
         )
