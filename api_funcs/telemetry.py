@@ -46,5 +46,4 @@ def host_telemetry(
         return NO_TELEMETRY
     from api_funcs.telemetry_recorder import OpenTelemetryRecorder
 
-    tracer_provider, meter_provider = configure()
-    return OpenTelemetryRecorder(tracer_provider, meter_provider)
+    return OpenTelemetryRecorder(*configure())
