@@ -39,10 +39,6 @@ class AppContext:
     # The host's (api_funcs.telemetry.host_telemetry), read without composing the services.
     telemetry: Telemetry = NO_TELEMETRY
 
-    @property
-    def services(self) -> Services:
-        return self.compose()
-
 
 def _router(feature: str) -> APIRouter:
     # Imported when an app that routes the feature is built; as import statements, not by name,
@@ -77,6 +73,9 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
         # Starlette's slash redirect builds its Location from the Host header the caller sent:
         # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
         redirect_slashes=False,
+        # An operation's Function name, route name and operationId are one name: its handler's,
+        # unless the route is given one.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
@@ -87,7 +86,6 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
     for feature in features:
-        # Each feature's module is imported when an app that routes it is built.
         app.include_router(_router(feature))
     _declare_only_real_refusals(app)
     if docs:
@@ -123,15 +121,8 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
 PAGE = "/api/docs"
 # The files the page loads (and their source maps, which a browser's tools ask for): nothing
 # else of the bundle is served, so its sample page and its Petstore initializer stay out.
-ASSETS = frozenset(
-    {
-        "swagger-ui-bundle.js",
-        "swagger-ui-bundle.js.map",
-        "swagger-ui.css",
-        "swagger-ui.css.map",
-        "favicon-32x32.png",
-    }
-)
+_JS, _CSS, _ICON = "swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png"
+ASSETS = frozenset({_JS, f"{_JS}.map", _CSS, f"{_CSS}.map", _ICON})
 # A browser refuses any other origin, so a page that tried a CDN would show it at once.
 _POLICY = (
     "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
@@ -149,9 +140,9 @@ def install_docs_page(app: FastAPI) -> None:
         html = get_swagger_ui_html(
             openapi_url=str(app.openapi_url),
             title=f"{app.title} — API",
-            swagger_js_url=f"{PAGE}/swagger-ui-bundle.js",
-            swagger_css_url=f"{PAGE}/swagger-ui.css",
-            swagger_favicon_url=f"{PAGE}/favicon-32x32.png",
+            swagger_js_url=f"{PAGE}/{_JS}",
+            swagger_css_url=f"{PAGE}/{_CSS}",
+            swagger_favicon_url=f"{PAGE}/{_ICON}",
             # Swagger UI's default validator is an image from an outside service.
             swagger_ui_parameters={"validatorUrl": None},
         )

@@ -37,24 +37,20 @@ class UnholdableNumber:
 UNHOLDABLE: Final = UnholdableNumber()
 
 
-def _fraction(text: str) -> Decimal | UnholdableNumber:
-    try:
-        return Decimal(text)
-    except ArithmeticError:
-        return UNHOLDABLE
+def _or_unholdable(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except (ArithmeticError, ValueError):
+            return UNHOLDABLE
 
-
-def _integer(text: str) -> int | UnholdableNumber:
-    try:
-        return int(text)
-    except ValueError:
-        return UNHOLDABLE
+    return parsed
 
 
 def loads_decimal(body: bytes | str) -> Any:
     """JSON with fractions as Decimal; anything unparsable is a JSONDecodeError."""
     try:
-        return json.loads(body, parse_float=_fraction, parse_int=_integer)
+        return json.loads(body, parse_float=_or_unholdable(Decimal), parse_int=_or_unholdable(int))
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:
@@ -86,9 +82,7 @@ def number_text(value: Decimal) -> str:
     if not value.is_finite():
         raise ValueError("a JSON number is finite")
     text = format(value, "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def dumps(value: Any, *, ensure_ascii: bool = True) -> str:

@@ -21,8 +21,7 @@ log = logging.getLogger("azurebank.api")
 
 
 def get_services(request: Request) -> Services:
-    services: Services = request.app.state.ctx.services
-    return services
+    return request.app.state.ctx.compose()
 
 
 HostServices = Annotated[Services, Depends(get_services)]

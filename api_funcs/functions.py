@@ -4,8 +4,8 @@ that feature's first request with its router alone (bench/cold_start.py); the pa
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,29 +66,25 @@ def blueprint(host: Host) -> func.Blueprint:
             return func.AsgiMiddleware(create_app(context, features))
 
     bp = func.Blueprint()
+
+    def register(op: Operation) -> None:
+        answered_once = False
+
+        async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
+            nonlocal answered_once
+            app = asgi(op.feature)
+            # What the first request imports and builds (the driver, PyJWT, the ORM, the
+            # services) lives for the process: built like the app, without the collector's walks.
+            with contextlib.nullcontext() if answered_once else long_lived_build():
+                response = await app.handle_async(req, context)
+            answered_once = True
+            return response
+
+        handler.__name__ = op.name
+        bp.function_name(op.name)(
+            bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
+        )
+
     for op in (*OPERATIONS, *PAGES):
-        _register(bp, op, asgi)
+        register(op)
     return bp
-
-
-def _register(
-    bp: func.Blueprint, op: Operation, asgi: Callable[[str | None], func.AsgiMiddleware]
-) -> None:
-    answered_once = False
-
-    async def handler(req: func.HttpRequest, context: func.Context) -> func.HttpResponse:
-        nonlocal answered_once
-        app = asgi(op.feature)
-        if answered_once:
-            return await app.handle_async(req, context)
-        # What the first request imports and builds (the driver, PyJWT, the ORM, the services)
-        # lives for the process: built like the app, without the collector's walks.
-        with long_lived_build():
-            response = await app.handle_async(req, context)
-        answered_once = True
-        return response
-
-    handler.__name__ = op.name
-    bp.function_name(op.name)(
-        bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
-    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_funcs.problems import internal_error, log_unhandled, refusal_problem, trace_id_of
+from api_funcs.problems import refusal_problem, trace_id_of, unhandled
 from shared.errors import ValidationFailed
 
 # Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
@@ -47,32 +47,25 @@ class BodyLimit(HttpMiddleware):
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            await self._refuse(scope, receive, send)
-            return
-        # Read the body up front (it is small by the bound), then hand it on unchanged.
+        refused = declared.isdigit() and int(declared) > MAX_BODY_BYTES
+        # Otherwise read the body up front (it is small by the bound), then hand it on unchanged.
         messages: list[Message] = []
-        size = 0
-        while True:
+        size, more = 0, True
+        while more and not refused:
             message = await receive()
             messages.append(message)
-            if message["type"] != "http.request":
-                break
             size += len(message.get("body", b""))
-            if size > MAX_BODY_BYTES:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+            refused = size > MAX_BODY_BYTES
+            more = message["type"] == "http.request" and message.get("more_body", False)
+        if refused:
+            error = ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes")
+            await refusal_problem(error)(scope, receive, send)
+            return
 
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = refusal_problem(ValidationFailed("body", f"at most {MAX_BODY_BYTES} bytes"))
-        await response(scope, receive, send)
 
 
 class UnhandledErrors(HttpMiddleware):
@@ -85,10 +78,8 @@ class UnhandledErrors(HttpMiddleware):
             await self.app(scope, receive, sent)
         except Exception as exc:
             # The traceId the route may already have used (request.state lives in the scope).
-            trace = trace_id_of(Request(scope))
-            log_unhandled(exc, trace)
-            if sent.status is not None:
-                # The status is sent: the server closes the connection short of its body,
-                # which the client sees as a failed response.
-                return
-            await internal_error(trace)(scope, receive, send)
+            response = unhandled(exc, trace_id_of(Request(scope)))
+            # Once the status is sent, the server closes the connection short of its body,
+            # which the client sees as a failed response.
+            if sent.status is None:
+                await response(scope, receive, send)

@@ -76,12 +76,10 @@ def error_code_responses(
 ) -> dict[int | str, dict[str, Any]]:
     """FastAPI `responses=` for `refusals`, plus 503 LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless
     the operation touches no database (health)."""
+    # Any statement may wait on a lock (SQL Server's reads too) or find no database.
+    faults = (LockTimeout, DatabaseUnavailable) if touches_database else ()
     by_status: dict[int, dict[str, type[DomainError]]] = {}
-    declared: list[type[DomainError]] = [*refusals]
-    if touches_database:
-        # Any statement may wait on a lock (SQL Server's reads too) or find no database.
-        declared += [LockTimeout, DatabaseUnavailable]
-    for refusal in declared:
+    for refusal in (*refusals, *faults):
         by_status.setdefault(refusal.status, {}).setdefault(refusal.error_code, refusal)
     out: dict[int | str, dict[str, Any]] = {}
     for status, codes in sorted(by_status.items()):

@@ -63,7 +63,6 @@ def problem_response(
     status: int,
     error_code: str,
     title: str,
-    *,
     trace_id: str | None = None,
     headers: dict[str, str] | None = None,
     **members: Any,
@@ -80,11 +79,9 @@ def problem_response(
 
 
 def trace_id_of(request: Request) -> str:
-    trace: str | None = getattr(request.state, "trace_id", None)
-    if trace is None:
-        trace = uuid.uuid4().hex
-        request.state.trace_id = trace
-    return trace
+    if getattr(request.state, "trace_id", None) is None:
+        request.state.trace_id = uuid.uuid4().hex
+    return request.state.trace_id
 
 
 def _field_name(error: Any) -> str:
@@ -105,12 +102,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
     return problem_response(
-        error.status,
-        error.error_code,
-        error.title,
-        trace_id=trace_id,
-        headers=error.headers,
-        **error.members,
+        error.status, error.error_code, error.title, trace_id, error.headers, **error.members
     )
 
 
@@ -134,43 +126,33 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         exc.status_code,
         code,
         str(exc.detail) if exc.status_code < 500 else "The request failed.",
-        trace_id=trace_id_of(request),
-        headers=getattr(exc, "headers", None),
+        trace_id_of(request),
+        getattr(exc, "headers", None),
     )
 
 
+# How each fault is logged, the first that matches: a rollback (a deadlock's or a serialization
+# failure's, outside the money's retry loop) changed nothing; a lost COMMIT's outcome is unknown.
+_FAULT_LOGS: tuple[tuple[type[DatabaseFault], int, str], ...] = (
+    (TransactionRolledBack, logging.WARNING, "Transaction rolled back by the server"),
+    (LockTimeout, logging.WARNING, "Lock wait ran out"),
+    (CommitOutcomeUnknown, logging.ERROR, "Connection lost during COMMIT, outcome unknown"),
+    (DatabaseFault, logging.ERROR, "Database unavailable"),
+)
+
+
 async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
-    trace = trace_id_of(request)
-    if isinstance(exc, TransactionRolledBack):
-        # A deadlock or serialization failure outside the money's retry loop (a PIN change, the
-        # mint): the server rolled the transaction back, so nothing changed and a retry may pass.
-        log.warning("Transaction rolled back by the server: %s (trace %s)", exc.driver_error, trace)
-    elif isinstance(exc, LockTimeout):
-        log.warning("Lock wait ran out: %s (trace %s)", exc.driver_error, trace)
-    elif isinstance(exc, CommitOutcomeUnknown):
-        log.error(
-            "Connection lost during COMMIT, outcome unknown: %s (trace %s)",
-            exc.driver_error,
-            trace,
-        )
-    else:
-        log.error("Database unavailable: %s (trace %s)", exc.driver_error, trace)
+    level, what = next((lvl, what) for kind, lvl, what in _FAULT_LOGS if isinstance(exc, kind))
+    log.log(level, "%s: %s (trace %s)", what, exc.driver_error, trace_id_of(request))
     return await _domain(request, exc)
 
 
 async def _untranslated(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-    trace = trace_id_of(request)
-    log_unhandled(exc, trace)
-    return internal_error(trace)
+    return unhandled(exc, trace_id_of(request))
 
 
-def log_unhandled(exc: BaseException, trace_id: str) -> None:
-    # Never the message (a driver's echoes SQL parameters) nor exc_info (a handler would print
-    # the message with the traceback).
+def unhandled(exc: BaseException, trace_id: str) -> JSONResponse:
+    """The 500 INTERNAL_ERROR, logged by the exception's type and frames: never its message (a
+    driver's echoes SQL parameters) nor exc_info (a handler would print the message with it)."""
     log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
-
-
-def internal_error(trace_id: str) -> JSONResponse:
-    return problem_response(
-        500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id=trace_id
-    )
+    return problem_response(500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id)

@@ -17,7 +17,6 @@ from api_funcs.app import AppContext, create_app
 from api_funcs.middleware import HttpMiddleware, WatchedSend
 from api_funcs.telemetry import host_telemetry
 from shared.bootstrap import Host
-from shared.clock import Clock
 from shared.notices.hosted import NoticeRelayService
 from shared.settings import Settings
 
@@ -27,11 +26,10 @@ access_log = logging.getLogger("azurebank.access")
 _PATH_SAFE = "/!$&'()*+,;=:@-._~"
 
 
-def build_served_app(settings: Settings, *, clock: Clock | None = None) -> FastAPI:
-    """The app with the relay loop in its lifespan. A refused set (ADR-0048 D6) or a driver
-    this install lacks is SettingsError here, before anything is served (exit 78)."""
-    host = Host("api", settings, clock=clock, telemetry=host_telemetry())
-    host.services()  # built now, so a missing driver is exit 78 and not a 500 on a request
+def build_served_app(settings: Settings) -> FastAPI:
+    """The app with the relay loop in its lifespan; a refused set (ADR-0048 D6) is exit 78 here."""
+    host = Host("api", settings, telemetry=host_telemetry())
+    host.services()  # built now, so a missing driver is exit 78 too and not a 500 on a request
     app = create_app(AppContext(settings, host.services, "api", host.telemetry))
     # Outermost of the app's middleware, so the line has the status the client got.
     app.add_middleware(AccessLog)

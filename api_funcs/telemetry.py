@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 CONNECTION_STRING = "APPLICATIONINSIGHTS_CONNECTION_STRING"
+# The distro's library instrumentations: web frameworks, and clients of outgoing calls.
+_SERVERS = ("django", "fastapi", "flask")
+_CLIENTS = ("azure_sdk", "httpx", "httpx2", "psycopg2", "requests", "urllib", "urllib3")
 
 
 def _configure_azure_monitor() -> tuple[TracerProvider, MeterProvider]:
@@ -27,21 +30,7 @@ def _configure_azure_monitor() -> tuple[TracerProvider, MeterProvider]:
         disable_logging=True,
         # Every library instrumentation off: the spans are RequestSpans' and the sweep's, whose
         # attributes are chosen; an outgoing call's URL (a SAS, a JWKS query) is not.
-        instrumentation_options={
-            name: {"enabled": False}
-            for name in (
-                "azure_sdk",
-                "django",
-                "fastapi",
-                "flask",
-                "httpx",
-                "httpx2",
-                "psycopg2",
-                "requests",
-                "urllib",
-                "urllib3",
-            )
-        },
+        instrumentation_options={name: {"enabled": False} for name in (*_SERVERS, *_CLIENTS)},
     )
     return trace.get_tracer_provider(), metrics.get_meter_provider()
 
@@ -57,5 +46,4 @@ def host_telemetry(
         return NO_TELEMETRY
     from api_funcs.telemetry_recorder import OpenTelemetryRecorder
 
-    tracer_provider, meter_provider = configure()
-    return OpenTelemetryRecorder(tracer_provider, meter_provider)
+    return OpenTelemetryRecorder(*configure())

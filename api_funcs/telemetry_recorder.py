@@ -29,29 +29,25 @@ SCOPE = "azurebank"
 log = logging.getLogger("azurebank.telemetry")
 
 # The refusals and faults an operator alerts on, by the domain type that answers them.
-_REFUSAL_METRICS: tuple[tuple[type[DomainError], str, str], ...] = (
-    (
-        DailyLimitExceeded,
+_REFUSAL_METRICS: dict[type[DomainError], tuple[str, str]] = {
+    DailyLimitExceeded: (
         "azurebank.daily_limit.refusals",
         "Mints and transfers refused for the UTC day's limit (ADR-0050 D7)",
     ),
-    (
-        LockTimeout,
+    LockTimeout: (
         "azurebank.money.lock_timeouts",
         "Operations that waited out a lock: DailyLimit__LockTimeoutSeconds (ADR-0050 D5) or "
         "Database__LockTimeoutSeconds (the audit tail, a row)",
     ),
-    (
-        ConcurrencyConflict,
+    ConcurrencyConflict: (
         "azurebank.money.concurrency_conflicts",
         "Money operations that lost every retry on an account's concurrency token",
     ),
-    (
-        PinLockedOut,
+    PinLockedOut: (
         "azurebank.pin.lockouts",
         "Wrong PINs that reached Pin__MaxFailedAttempts and locked the PIN",
     ),
-)
+}
 
 # A sweep's counts, exported per sweep by runner kind as `azurebank.notices.<count>`.
 _SWEEP_COUNTS = {
@@ -67,6 +63,8 @@ Gauge = Callable[[CallbackOptions], Iterable[Observation]]
 class OpenTelemetryRecorder:
     """`Telemetry` over the distro's providers on Azure, the SDK's in-memory ones in tests."""
 
+    _backlog: Backlog  # the read the gauges make, from the first watch_backlog on
+
     def __init__(
         self,
         tracer_provider: TracerProvider,
@@ -75,7 +73,7 @@ class OpenTelemetryRecorder:
         backlog: Backlog | None = None,
     ) -> None:
         self.tracer = tracer_provider.get_tracer(SCOPE)
-        meter = meter_provider.get_meter(SCOPE)
+        self._meter = meter = meter_provider.get_meter(SCOPE)
         self._counts = {
             count: meter.create_counter(
                 f"azurebank.notices.{count}", unit="{notice}", description=text
@@ -87,31 +85,41 @@ class OpenTelemetryRecorder:
         )
         self._refusals = {
             kind: meter.create_counter(name, unit="{request}", description=text)
-            for kind, name, text in _REFUSAL_METRICS
+            for kind, (name, text) in _REFUSAL_METRICS.items()
         }
-        self._meter = meter
-        self._gauges: _BacklogGauges | None = None
         if backlog is not None:
             self.watch_backlog(backlog)
 
     def watch_backlog(self, read: Backlog) -> None:
         # The two gauges are registered once; a later composition's read replaces the first.
-        if self._gauges is not None:
-            self._gauges.backlog = read
+        registered = hasattr(self, "_backlog")
+        self._backlog = read
+        if registered:
             return
-        reading = self._gauges = _BacklogGauges(read)
         self._meter.create_observable_gauge(
             "azurebank.notices.owed",
-            callbacks=[reading.observe(lambda backlog: backlog.owed)],
+            callbacks=[self._observe(lambda backlog: backlog.owed)],
             unit="{notice}",
             description="Notices owed (not yet delivered)",
         )
         self._meter.create_observable_gauge(
             "azurebank.notices.oldest_owed_age",
-            callbacks=[reading.observe(lambda backlog: backlog.oldest_owed_age.total_seconds())],
+            callbacks=[self._observe(lambda backlog: backlog.oldest_owed_age.total_seconds())],
             unit="s",
             description="Age of the oldest owed notice; alert when it exceeds a few periods",
         )
+
+    def _observe(self, value: Callable[[OwedBacklog], float]) -> Gauge:
+        # A read per export; no observation when it fails: a gauge is no reason to fail an export.
+        def callback(_options: CallbackOptions) -> Iterable[Observation]:
+            try:
+                backlog = self._backlog()
+            except Exception as exc:
+                log.warning("Telemetry: the owed backlog was not read (%s)", type(exc).__name__)
+                return []
+            return [Observation(value(backlog))]
+
+        return callback
 
     def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
         attributes = {"azurebank.runner.kind": runner_kind}
@@ -134,25 +142,6 @@ class OpenTelemetryRecorder:
         for kind, counter in self._refusals.items():
             if isinstance(error, kind):
                 counter.add(1, {"azurebank.operation": operation})
-
-
-class _BacklogGauges:
-    """The two gauges' callbacks, a read each per export; no observation when the read fails: a
-    gauge is no reason to fail an export."""
-
-    def __init__(self, backlog: Backlog) -> None:
-        self.backlog = backlog
-
-    def observe(self, value: Callable[[OwedBacklog], float]) -> Gauge:
-        def callback(_options: CallbackOptions) -> Iterable[Observation]:
-            try:
-                backlog = self.backlog()
-            except Exception as exc:
-                log.warning("Telemetry: the owed backlog was not read (%s)", type(exc).__name__)
-                return []
-            return [Observation(value(backlog))]
-
-        return callback
 
 
 class RequestSpans(HttpMiddleware):

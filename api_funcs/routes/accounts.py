@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api_funcs.decimal_json import ExactJSONResponse, cents
+from api_funcs.decimal_json import ExactJSONResponse
 from api_funcs.deps import CurrentUser, HostServices
 from api_funcs.problem_docs import error_code_responses
-from api_funcs.routes import operation_id
 from api_funcs.schemas.accounts import AccountView
 from shared.accounts.listing import list_accounts
 from shared.db.uow import unit_of_work
 from shared.errors import Unauthenticated
 
-router = APIRouter(tags=["accounts"], generate_unique_id_function=operation_id)
+router = APIRouter(tags=["accounts"])
 
 
 @router.get(
@@ -26,11 +25,4 @@ def accounts(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     with unit_of_work(services.engine) as session:
         listed = list_accounts(session, user_id)
     # Rendered by decimal_json, not by FastAPI's encoder (which writes a Decimal through a float).
-    return ExactJSONResponse(
-        [
-            AccountView(
-                id=a.id, name=a.name, balance=cents(a.balance), currency=a.currency, closed=a.closed
-            ).model_dump()
-            for a in listed
-        ]
-    )
+    return ExactJSONResponse([AccountView.model_validate(a).model_dump() for a in listed])

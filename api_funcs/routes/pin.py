@@ -10,18 +10,12 @@ from fastapi import APIRouter, status
 from api_funcs.decimal_json import DecimalJSONRoute
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
 from api_funcs.problem_docs import Refusals, error_code_responses
-from api_funcs.routes import operation_id
 from api_funcs.schemas.pin import PinChange, PinEnrolment, PinOutcome
 from shared.audit.chain import AuditChainUnavailable
 from shared.errors import DomainError, Unauthenticated, ValidationFailed
 from shared.identity import refusals as identity
 
-router = APIRouter(
-    route_class=DecimalJSONRoute,
-    tags=["pin"],
-    generate_unique_id_function=operation_id,
-    dependencies=[AUDITED],
-)
+router = APIRouter(route_class=DecimalJSONRoute, tags=["pin"], dependencies=[AUDITED])
 
 
 def _responses(*rungs: type[DomainError], unknown: Refusals) -> Any:

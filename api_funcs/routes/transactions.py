@@ -19,7 +19,6 @@ from api_funcs.problem_docs import (
     Refusals,
     error_code_responses,
 )
-from api_funcs.routes import operation_id
 from api_funcs.schemas.fields import compared_text_refusal
 from api_funcs.schemas.transactions import (
     AccountAmountBody,
@@ -35,7 +34,7 @@ from api_funcs.schemas.transactions import (
 )
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work
-from shared.errors import DomainError, LockTimeout, Unauthenticated, ValidationFailed
+from shared.errors import LockTimeout, Unauthenticated, ValidationFailed
 from shared.identity.refusals import InvalidPin, PinAttemptOutcomeUnknown, PinLocked, PinRequired
 from shared.money import refusals as money
 from shared.money.idempotency import MAX_KEY_LENGTH, Answer, IdempotencyClaim, request_hash
@@ -43,9 +42,7 @@ from shared.money.mint import MintRequest
 from shared.money.rails import InternalTransferReceipt, RailReceipt
 from shared.money.transfers import TransferOrder, TransferReceipt
 
-router = APIRouter(
-    route_class=DecimalJSONRoute, tags=["transactions"], generate_unique_id_function=operation_id
-)
+router = APIRouter(route_class=DecimalJSONRoute, tags=["transactions"])
 
 # The refusals each operation can raise, in rung order (docs/decisions.md#adr-0050-rung-table),
 # then what every operation of its kind can answer; the document is derived from these classes.
@@ -102,24 +99,16 @@ def _responses(operation: str, success: int, model: type[Any], **ok: Any) -> Any
 
 def _idempotency_key(request: Request) -> str:
     keys = request.headers.getlist("idempotency-key")
-    if len(keys) > 1:
-        # Two keys name two requests: which one would this be remembered by?
-        raise _bad_key("must be sent once")
-    if not keys or not keys[0].strip():
+    if len(keys) < 2 and not "".join(keys).strip():
         raise money.IdempotencyKeyRequired()
-    # Stored in and compared with IdempotencyRecords.Key, whose unique index on SQL Server would
-    # take `abc` and `abc ` for one key.
-    reason = compared_text_refusal(keys[0], MAX_KEY_LENGTH)
+    # Two keys name two requests (which would it be remembered by?); one is compared with
+    # IdempotencyRecords.Key, whose unique index on SQL Server takes `abc` and `abc ` as one key.
+    reason = "must be sent once" if keys[1:] else compared_text_refusal(keys[0], MAX_KEY_LENGTH)
     if reason is not None:
-        raise _bad_key(reason)
+        # Titled for the header (the body may be fine).
+        title = "The Idempotency-Key header is not valid."
+        raise ValidationFailed("Idempotency-Key", reason, title=title)
     return keys[0]
-
-
-def _bad_key(message: str) -> DomainError:
-    # Titled for the header (the body may be fine).
-    return ValidationFailed(
-        "Idempotency-Key", message, title="The Idempotency-Key header is not valid."
-    )
 
 
 def _answer(answer: Answer) -> Response:
@@ -198,18 +187,14 @@ def transfer(
     request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = TRANSFER.claim(request, user_id, body)
-    order = TransferOrder(
-        body.accountId, body.recipientAzureTag, cents(body.amount), body.authorizationId
-    )
+    amount = cents(body.amount)
+    order = TransferOrder(body.accountId, body.recipientAzureTag, amount, body.authorizationId)
     return _answer(services.transfers.transfer(claim, order))
 
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request,
-    body: InternalTransferBody,
-    user_id: CurrentUser,
-    services: HostServices,
+    request: Request, body: InternalTransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
