@@ -1,6 +1,6 @@
 """Bad input gets a clear answer, 400 VALIDATION_FAILED naming the field, never another
 code or a 500; and no value reaches SQL that one of the three databases cannot store or compare
-(api_funcs.text_input, api_funcs.decimal_json). On SQLite and PostgreSQL (`db_url`)."""
+(api_funcs.schemas.fields, api_funcs.decimal_json). On SQLite and PostgreSQL (`db_url`)."""
 
 from __future__ import annotations
 
