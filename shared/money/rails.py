@@ -83,6 +83,21 @@ class AccountRails:
 
         return run_keyed(self._unit, claim, self.clock, moved)
 
+    def _audited(
+        self, session: Session, user_id: str, event: str, **details: object
+    ) -> tuple[uuid.UUID, datetime]:
+        """A new transaction's Id and instant, its audit row (`details` after its Id) appended."""
+        transaction_id, now = uuid.uuid4(), self.clock.now()
+        self.audit.append(
+            session,
+            actor_user_id=user_id,
+            event=event,
+            occurred_at=now,
+            details={"transactionId": str(transaction_id)}
+            | {k: str(v) for k, v in details.items()},
+        )
+        return transaction_id, now
+
     def internal_transfer(
         self,
         claim: IdempotencyClaim[InternalTransferReceipt],
@@ -94,26 +109,19 @@ class AccountRails:
         TransferIn."""
         if from_account_id == to_account_id:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
-        user_id = claim.user_id
 
         def attempt(session: Session) -> InternalTransferReceipt:
-            source = own_open_account(session, user_id, from_account_id)
-            target = own_open_account(session, user_id, to_account_id)
+            source = own_open_account(session, claim.user_id, from_account_id)
+            target = own_open_account(session, claim.user_id, to_account_id)
             if source.Balance < amount:
                 raise InsufficientFunds(available=source.Balance, requested=amount)
-            now = self.clock.now()
-            transaction_id = uuid.uuid4()
-            self.audit.append(
+            transaction_id, now = self._audited(
                 session,
-                actor_user_id=user_id,
-                event=INTERNAL_TRANSFER_COMPLETED,
-                occurred_at=now,
-                details={
-                    "transactionId": str(transaction_id),
-                    "fromAccountId": str(source.Id),
-                    "toAccountId": str(target.Id),
-                    "amount": str(amount),
-                },
+                claim.user_id,
+                INTERNAL_TRANSFER_COMPLETED,
+                fromAccountId=source.Id,
+                toAccountId=target.Id,
+                amount=amount,
             )
             balance = move_money(
                 session, source, target, amount, entry_id=transaction_id, created_at=now
@@ -142,26 +150,16 @@ class AccountRails:
         account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        user_id = claim.user_id
+        outflow = type_ is TransactionType.WITHDRAWAL
 
         def attempt(session: Session) -> RailReceipt:
-            account = own_open_account(session, user_id, account_id)
-            outflow = type_ is TransactionType.WITHDRAWAL
+            account = own_open_account(session, claim.user_id, account_id)
             if outflow and account.Balance < amount:
                 raise InsufficientFunds(available=account.Balance, requested=amount)
             balance = account.Balance - amount if outflow else account.Balance + amount
-            now = self.clock.now()
-            transaction_id = uuid.uuid4()
-            self.audit.append(
-                session,
-                actor_user_id=user_id,
-                event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
-                occurred_at=now,
-                details={
-                    "transactionId": str(transaction_id),
-                    "accountId": str(account.Id),
-                    "amount": str(amount),
-                },
+            event = WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED
+            transaction_id, now = self._audited(
+                session, claim.user_id, event, accountId=account.Id, amount=amount
             )
             write_balance(session, BalanceWrite(account.Id, account.Version, balance))
             post_entry(
