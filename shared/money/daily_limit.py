@@ -87,9 +87,4 @@ class DailyOutflowLimit:
     def allowance(self, session: Session, user_id: str) -> Allowance:
         now = self.clock.now()
         used = self.used(session, user_id, now)
-        return Allowance(
-            limit=self.limit,
-            used=used,
-            remaining=max(Decimal(0), self.limit - used),
-            resets_at=utc_day(now)[1],
-        )
+        return Allowance(self.limit, used, max(Decimal(0), self.limit - used), utc_day(now)[1])

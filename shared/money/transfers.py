@@ -106,11 +106,7 @@ class TransferService:
         )
 
     def _attempt(
-        self,
-        session: Session,
-        held: HeldKey[TransferReceipt],
-        order: TransferOrder,
-        payee: Payee,
+        self, session: Session, held: HeldKey[TransferReceipt], order: TransferOrder, payee: Payee
     ) -> Answer:
         """One attempt, the key claimed; the lock order (key → application lock → tail → rows)
         is read here, in one place, and the refusals after the lock in their rungs' order."""
@@ -230,13 +226,9 @@ def pre_check(
         return replay
     payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
     # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
-    if (
-        row.UserId != user_id
-        or row.AccountId != order.account_id
-        or row.RecipientAzureTag != order.recipient_azure_tag
-        or row.Amount != order.amount
-        or row.Status != AuthorizationStatus.PENDING.value
-    ):
+    authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
+    ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
+    if authorized != (*ordered, AuthorizationStatus.PENDING.value):
         raise AuthorizationInvalid()
     if row.ExpiresAt <= now:
         raise AuthorizationExpired()
