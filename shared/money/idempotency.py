@@ -1,9 +1,5 @@
-"""Idempotency keys for money operations (ADR-0009), and the retry loop around each money
-transaction. The key is claimed as the transaction's first statement and its success stored with
-the money, so a success is stored if and only if the money moved; docs/money.md#idempotency-records
-says how a duplicate waits, replays or is refused, and how a commit whose connection was lost is
-resolved.
-"""
+"""Idempotency keys (ADR-0009) and the retry loop around each money transaction: the key is
+claimed first and its success stored with the money (docs/money.md#idempotency-records)."""
 
 from __future__ import annotations
 
@@ -69,8 +65,7 @@ def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class IdempotencyClaim(Generic[R]):
-    """A money request under its key, as the route builds it; `status` and `render` (of the
-    operation's receipt) make the answer its success gives and stores."""
+    """A money request under its key; `status` and `render(receipt)` make its success's answer."""
 
     user_id: str
     operation: str
@@ -129,8 +124,7 @@ def stored_answer(
 
 
 def key_match() -> ColumnElement[bool]:
-    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect); each
-    parameter takes its column's type from the comparison."""
+    """`:user_id`'s `:operation` under `:key`, exact on every dialect, typed by its columns."""
     return (
         (IdempotencyRecord.UserId == bindparam("user_id"))
         & (IdempotencyRecord.Operation == bindparam("operation"))
@@ -159,27 +153,19 @@ def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer |
 
 
 def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
-    """Claim the key as the transaction's first statement: the row this transaction now holds,
-    or the stored success to replay; 422, or 409 when another attempt still holds the key after
-    the connection's lock wait."""
+    """Claim the key as the transaction's first statement: the row held, or the success to
+    replay; 422, or 409 when another attempt still holds it after the connection's lock wait."""
     dialect = session.get_bind().dialect.name
+    values = {**key_parameters(claim), "request_hash": claim.request_hash, "now": now}
     for _ in range(3):
         record_id = uuid.uuid4()
         try:
             claimed = session.execute(
-                claim_statement(dialect),
-                {
-                    "record_id": record_id,
-                    **key_parameters(claim),
-                    "request_hash": claim.request_hash,
-                    "now": now,
-                    **bounds(dialect),
-                },
+                claim_statement(dialect), {"record_id": record_id, **values, **bounds(dialect)}
             ).first()
         except LockTimeout:
-            # A server's lock timeout here is the wait on another attempt's key. SQLite's is the
-            # write lock its BEGIN IMMEDIATE waits for (no uncommitted row of another exists
-            # there): LOCK_TIMEOUT, as for any writer.
+            # A server's is the wait on another attempt's key; SQLite's is its BEGIN IMMEDIATE's
+            # (no other's uncommitted row exists there): LOCK_TIMEOUT, as for any writer.
             if dialect != "sqlite":
                 raise IdempotencyInProgress() from None
             raise
@@ -221,8 +207,7 @@ class LostRace(Exception):
 
 
 class CommitLost(Exception):
-    """The connection failed during COMMIT: the server may have committed `result`'s
-    transaction, or not."""
+    """The connection failed during COMMIT: `result`'s transaction may have committed, or not."""
 
     def __init__(self, result: object) -> None:
         super().__init__("the connection was lost during COMMIT")
@@ -235,9 +220,8 @@ def run_keyed(
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
 ) -> Answer:
-    """Run `claim`'s money transaction: the key claimed first, then `move`, which moves the money
-    and stores `held.success(receipt)` with it; a lost commit is resolved by running the
-    transaction once more."""
+    """`claim`'s money transaction: the key claimed, then `move` moves the money and stores
+    `held.success(receipt)`; a lost commit is resolved by running it once more."""
 
     def transaction() -> Answer:
         # Each attempt a fresh unit of work, run again from scratch after a lost race (a
