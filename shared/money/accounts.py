@@ -1,5 +1,4 @@
-"""Accounts as the money path sees them: the caller's own open account, a customer's primary
-account, and balance writes guarded by the account's concurrency token."""
+"""Accounts as the money path reads them, and balance writes guarded by the concurrency token."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ _OPEN = Account.IsDeleted == false()
 
 
 def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> Account:
-    """The caller's open account: 404 when there is none (a closed one is invisible, as behind
-    the API's soft-delete filter), 403 when it is another customer's."""
+    """The caller's open account: 404 if none (a closed one is invisible), 403 if another's."""
     account = session.scalar(select(Account).where(Account.Id == account_id, _OPEN))
     if account is None:
         raise AccountNotFound()
@@ -45,8 +43,7 @@ class AccountState(NamedTuple):
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[AccountState | None, AccountState | None]:
-    """The open account `account_id` and the payee's primary (oldest open) account, in one
-    statement, as plain rows: nothing here is written through the session."""
+    """The open account `account_id` and the payee's primary (oldest open) one, in one read."""
     rows = [
         AccountState(*row)
         for row in session.execute(
@@ -82,8 +79,7 @@ class BalanceWrite(NamedTuple):
 
 
 def balance_update(account_id: object, seen_version: object, balance: object) -> Update:
-    """Set the balance and bump the token only if nobody wrote the row since it was read; each
-    value may be a bind parameter."""
+    """Set the balance and bump the token if nobody wrote the row since it was read (or binds)."""
     return (
         update(_accounts)
         .where(_accounts.c.Id == account_id, _accounts.c.Version == seen_version, _OPEN)
@@ -112,8 +108,7 @@ def move_money(
     entry_id: uuid.UUID,
     created_at: datetime,
 ) -> Decimal:
-    """Debit `source`, credit `target` and post the TransferOut (Id `entry_id`) and TransferIn
-    rows; the source's balance after it."""
+    """Move `amount` with both ledger rows (TransferOut's Id `entry_id`): the source's balance."""
     new_balance = source.Balance - amount
     for write in in_lock_order(
         BalanceWrite(source.Id, source.Version, new_balance),

@@ -1,6 +1,5 @@
-"""DailyOutflowLimit: the one sum behind the three checks (mint, pre-check, authoritative) and
-the allowance read: the external transfers of the injected clock's UTC day over every account of
-the user, closed ones included (docs/decisions.md#adr-0050-d3 and the two decisions before it)."""
+"""The one sum behind the daily limit's three checks and the allowance: a user's external
+transfers of the clock's UTC day, closed accounts included (docs/decisions.md#adr-0050-d3)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the money path needs from its neighbours, as protocols: the PIN step-up
-(shared/identity/pins) here, the audit chain's in shared/audit/chain.py. The HTTP edge wires
-the real ones."""
+"""The PIN step-up the money path needs (the audit chain's port is shared/audit/chain.py's); the
+HTTP edge wires the real one."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The neighbouring rails (docs/http.md): internal transfer between the caller's own accounts,
-deposit and withdrawal. The daily limit counts none of them, so none takes the application lock;
-each moves money under the accounts' concurrency tokens in the money's retry loop and writes an
-audit row (tail before rows, as everywhere)."""
+"""The neighbouring rails (docs/http.md): internal transfer, deposit and withdrawal. The daily
+limit counts none, so none takes the application lock; each moves money under the concurrency
+tokens in the retry loop, its audit row first (tail before rows, as everywhere)."""
 
 from __future__ import annotations
 
@@ -67,9 +66,8 @@ class AccountRails:
     audit: AuditAppender
 
     def _unit(self) -> AbstractContextManager[Session]:
-        # A read-then-write: it holds the right to write from its first statement, and waits
-        # for it as for every lock, Database__LockTimeoutSeconds (the key's, the tail's, the
-        # rows'; the rails take no application lock).
+        # A read-then-write holds the right to write from its first statement, and waits for
+        # every lock (the key's, the tail's, the rows') Database__LockTimeoutSeconds.
         return writing_unit_of_work(self.engine)
 
     def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
