@@ -44,13 +44,9 @@ def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[AccountState | None, AccountState | None]:
     """The open account `account_id` and the payee's primary (oldest open) one, in one read."""
-    rows = [
-        AccountState(*row)
-        for row in session.execute(
-            _open_account_and_primary_account(),
-            {"account_id": account_id, "payee_user_id": payee_user_id},
-        )
-    ]
+    parameters = {"account_id": account_id, "payee_user_id": payee_user_id}
+    result = session.execute(_open_account_and_primary_account(), parameters)
+    rows = [AccountState(*row) for row in result]
     payer = next((row for row in rows if row.Id == account_id), None)
     payee = next((row for row in rows if row.Id != account_id), None)
     return payer, payee
@@ -65,8 +61,7 @@ def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
         .limit(1)
     )
     return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
-        _OPEN,
-        or_(Account.Id == bindparam("account_id"), Account.Id == primary.scalar_subquery()),
+        _OPEN, or_(Account.Id == bindparam("account_id"), Account.Id == primary.scalar_subquery())
     )
 
 
