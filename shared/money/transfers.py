@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, literal, select
 from sqlalchemy.orm import Session
@@ -172,23 +172,18 @@ class TransferService:
         # Whatever half-applied rolls back with the attempt, the audit row too.
         if outcome.balances != 2:
             raise LostRace()
-        if outcome.spent != 1:
-            _refuse_spend(session, order, now)
-        return success.answer()
-
-
-def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
-    """The spend matched no row: the authorization is no longer Pending and unexpired (of two
-    spends of one authorization, the second lands here)."""
-    expires_at = session.scalar(
-        select(TransferAuthorization.ExpiresAt).where(
-            TransferAuthorization.Id == order.authorization_id,
-            TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+        if outcome.spent == 1:
+            return success.answer()
+        # The authorization is no longer Pending and unexpired (of two spends, the second's case).
+        expires_at = session.scalar(
+            select(TransferAuthorization.ExpiresAt).where(
+                TransferAuthorization.Id == order.authorization_id,
+                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+            )
         )
-    )
-    if expires_at is not None and expires_at <= now:
-        raise AuthorizationExpired()
-    raise AuthorizationInvalid()
+        if expires_at is not None and expires_at <= now:
+            raise AuthorizationExpired()
+        raise AuthorizationInvalid()
 
 
 def pre_check(
