@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -58,17 +57,11 @@ class InternalTransferReceipt:
 
 @dataclass(frozen=True, eq=False)
 class AccountRails:
-    """Money movements within one customer's accounts, or across the bank's edge; each at most
-    once per Idempotency-Key, the key claimed first in its transaction."""
+    """Movements within one customer's accounts or across the bank's edge, once per key."""
 
     engine: Engine
     clock: Clock
     audit: AuditAppender
-
-    def _unit(self) -> AbstractContextManager[Session]:
-        # A read-then-write holds the right to write from its first statement, and waits for
-        # every lock (the key's, the tail's, the rows') Database__LockTimeoutSeconds.
-        return writing_unit_of_work(self.engine)
 
     def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
         """`move` in the key's transaction, its receipt's answer stored with the money."""
@@ -79,7 +72,9 @@ class AccountRails:
             session.flush()
             return success.answer()
 
-        return run_keyed(self._unit, claim, self.clock, moved)
+        # A read-then-write holds the right to write from its first statement, and waits for
+        # every lock (the key's, the tail's, the rows') Database__LockTimeoutSeconds.
+        return run_keyed(lambda: writing_unit_of_work(self.engine), claim, self.clock, moved)
 
     def _audited(
         self, session: Session, user_id: str, event: str, **details: object
@@ -103,8 +98,7 @@ class AccountRails:
         to_account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        """TransferOut without a RecipientAzureTag (so the daily limit does not count it) and
-        TransferIn."""
+        """TransferOut with no RecipientAzureTag (so the daily limit skips it), and TransferIn."""
         if from_account_id == to_account_id:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
 

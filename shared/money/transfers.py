@@ -81,8 +81,7 @@ class TransferReceipt:
 
 @dataclass(frozen=True, eq=False)
 class TransferService:
-    """Spends transfer authorizations; the one place an external transfer moves money. `writes`
-    sends the writes after the tail lock (the composition root passes `write_transfer`)."""
+    """The one place an external transfer moves money; `writes` sends those after the tail lock."""
 
     engine: Engine
     clock: Clock
@@ -128,13 +127,9 @@ class TransferService:
             raise InsufficientFunds(available=sender.Balance, requested=order.amount)
         if receiver is None:
             raise PayeeInvalid()
+        balance = sender.Balance - order.amount
         receipt = TransferReceipt(
-            uuid.uuid4(),
-            sender.Id,
-            order.recipient_azure_tag,
-            order.amount,
-            sender.Balance - order.amount,
-            now,
+            uuid.uuid4(), sender.Id, order.recipient_azure_tag, order.amount, balance, now
         )
         # Rendered before the tail lock: every instant under the tail is every transfer's.
         success = held.success(receipt, now)
@@ -155,7 +150,7 @@ class TransferService:
         writes = TransferWrites(
             audit=audit_row,
             balances=in_lock_order(
-                BalanceWrite(sender.Id, sender.Version, receipt.balance),
+                BalanceWrite(sender.Id, sender.Version, balance),
                 BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
             ),
             transaction_id=receipt.transaction_id,
