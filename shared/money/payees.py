@@ -36,13 +36,11 @@ def refuse_an_unstorable_tag(azure_tag: str) -> None:
         raise PayeeNotFound()
 
 
-def judge_payee(
-    caller_id: str, azure_tag: str, user_id: str | None, has_open_account: int
-) -> Payee:
+def judge_payee(caller_id: str, azure_tag: str, user_id: str | None, payee_open: int) -> Payee:
     """`resolve_payee`'s rungs on `payee_columns` already read (`user_id` None: nobody)."""
     if user_id is None:
         raise PayeeNotFound()
-    if user_id == caller_id or not has_open_account:
+    if user_id == caller_id or not payee_open:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
 
