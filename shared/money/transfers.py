@@ -93,7 +93,7 @@ class TransferService:
     def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
         """The transfer of `order`, at most once per key."""
         with one_read(self.engine) as session:
-            checked = pre_check(session, self.limit, claim, order, self.clock.now())
+            checked = self.pre_check(session, claim, order, self.clock.now())
         if isinstance(checked, Answer):
             return checked
         return run_keyed(
@@ -102,6 +102,45 @@ class TransferService:
             self.clock,
             lambda session, held: self._attempt(session, held, order, checked),
         )
+
+    def pre_check(
+        self, session: Session, claim: IdempotencyClaim[Any], order: TransferOrder, now: datetime
+    ) -> Payee | Answer:
+        """The stored answer to replay, or the payee once the order passed every rung before the
+        lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
+        spent its authorization. Nothing here is authoritative, so one read serves every rung."""
+        refuse_an_unstorable_tag(order.recipient_azure_tag)
+        if order.authorization_id is None:
+            # Only the key can answer before this rung; no authorization is not a value to bind.
+            replay = committed_answer(session, claim)
+            if replay is not None:
+                return replay
+            raise AuthorizationRequired()
+        user_id = claim.user_id
+        day_start, day_end = utc_day(now)
+        row = session.execute(
+            _pre_check_read(),
+            {
+                **key_parameters(claim),
+                "azure_tag": order.recipient_azure_tag,
+                "authorization_id": order.authorization_id,
+                "day_start": day_start,
+                "day_end": day_end,
+            },
+        ).one()
+        replay = stored_answer(claim, row)
+        if replay is not None:
+            return replay
+        payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+        # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
+        authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
+        ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
+        if authorized != (*ordered, AuthorizationStatus.PENDING.value):
+            raise AuthorizationInvalid()
+        if row.ExpiresAt <= now:
+            raise AuthorizationExpired()
+        self.limit.judge(user_id, order.amount, row.used, now)
+        return payee
 
     def _attempt(
         self, session: Session, held: HeldKey[TransferReceipt], order: TransferOrder, payee: Payee
@@ -179,50 +218,6 @@ class TransferService:
         if expires_at is not None and expires_at <= now:
             raise AuthorizationExpired()
         raise AuthorizationInvalid()
-
-
-def pre_check(
-    session: Session,
-    limit: DailyOutflowLimit,
-    claim: IdempotencyClaim[Any],
-    order: TransferOrder,
-    now: datetime,
-) -> Payee | Answer:
-    """The stored answer to replay, or the payee once the order passed every rung before the
-    lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
-    spent its authorization. Nothing here is authoritative, so one read serves every rung."""
-    refuse_an_unstorable_tag(order.recipient_azure_tag)
-    if order.authorization_id is None:
-        # Only the key can answer before this rung; no authorization is not a value to bind.
-        replay = committed_answer(session, claim)
-        if replay is not None:
-            return replay
-        raise AuthorizationRequired()
-    user_id = claim.user_id
-    day_start, day_end = utc_day(now)
-    row = session.execute(
-        _pre_check_read(),
-        {
-            **key_parameters(claim),
-            "azure_tag": order.recipient_azure_tag,
-            "authorization_id": order.authorization_id,
-            "day_start": day_start,
-            "day_end": day_end,
-        },
-    ).one()
-    replay = stored_answer(claim, row)
-    if replay is not None:
-        return replay
-    payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
-    # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
-    authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
-    ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
-    if authorized != (*ordered, AuthorizationStatus.PENDING.value):
-        raise AuthorizationInvalid()
-    if row.ExpiresAt <= now:
-        raise AuthorizationExpired()
-    limit.judge(user_id, order.amount, row.used, now)
-    return payee
 
 
 @prebuilt
