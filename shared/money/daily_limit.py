@@ -72,13 +72,8 @@ class DailyOutflowLimit:
         used = Decimal(0) if used is None else Decimal(used)
         if used + requested > self.limit:
             # Log-only, no audit row (docs/decisions.md#adr-0050-d7). The user id is no address.
-            log.info(
-                "Daily limit refused %s for user %s: used %s of %s",
-                requested,
-                user_id,
-                used,
-                self.limit,
-            )
+            figures = (requested, user_id, used, self.limit)
+            log.info("Daily limit refused %s for user %s: used %s of %s", *figures)
             raise DailyLimitExceeded(
                 limit=self.limit, used=used, requested=requested, resets_at=utc_day(instant)[1]
             )

@@ -54,12 +54,8 @@ _BACKOFF_SECONDS = 0.005
 def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
     """SHA-256 of the operation and its parsed fields, keys sorted, values as their canonical
     strings (so 100 and 100.00 are the same request)."""
-    text = json.dumps(
-        {"operation": operation, "request": canonical},
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
+    request = {"operation": operation, "request": canonical}
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -179,11 +175,8 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
             return answer
         # A committed InProgress row was left by the code before this protocol, whose money never
         # moved without completing it (docs/money.md#idempotency-records): take its place.
-        session.execute(
-            delete(IdempotencyRecord).where(
-                IdempotencyRecord.Id == record.Id, IdempotencyRecord.State == _IN_PROGRESS
-            )
-        )
+        stale = (IdempotencyRecord.Id == record.Id) & (IdempotencyRecord.State == _IN_PROGRESS)
+        session.execute(delete(IdempotencyRecord).where(stale))
     raise IdempotencyInProgress()
 
 
