@@ -110,32 +110,24 @@ def move_money(
         BalanceWrite(target.Id, target.Version, target.Balance + amount),
     ):
         write_balance(session, write)
-    for id_, account, type_, counterparty in (
-        (entry_id, source, TransactionType.TRANSFER_OUT, target),
-        (None, target, TransactionType.TRANSFER_IN, source),
+    for id_, account_id, type_, other in (
+        (entry_id, source.Id, TransactionType.TRANSFER_OUT, target.Id),
+        (None, target.Id, TransactionType.TRANSFER_IN, source.Id),
     ):
-        post_entry(
-            session,
-            entry_id=id_,
-            account_id=account.Id,
-            type_=type_,
-            amount=amount,
-            created_at=created_at,
-            counterparty_account_id=counterparty.Id,
-        )
+        post_entry(session, account_id, type_, amount, created_at, entry_id=id_, counterparty=other)
     return new_balance
 
 
 def post_entry(
     session: Session,
-    *,
     account_id: uuid.UUID,
     type_: TransactionType,
     amount: Decimal,
     created_at: datetime,
+    *,
     entry_id: uuid.UUID | None = None,
     recipient_azure_tag: str | None = None,
-    counterparty_account_id: uuid.UUID | None = None,
+    counterparty: uuid.UUID | None = None,
 ) -> None:
     """One completed ledger row."""
     session.add(
@@ -146,7 +138,7 @@ def post_entry(
             Amount=amount,
             Status=TransactionStatus.COMPLETED.value,
             RecipientAzureTag=recipient_azure_tag,
-            CounterpartyAccountId=counterparty_account_id,
+            CounterpartyAccountId=counterparty,
             CreatedAt=created_at,
         )
     )

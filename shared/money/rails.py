@@ -154,14 +154,7 @@ class AccountRails:
                 session, claim.user_id, event, accountId=account.Id, amount=amount
             )
             write_balance(session, BalanceWrite(account.Id, account.Version, balance))
-            post_entry(
-                session,
-                entry_id=transaction_id,
-                account_id=account.Id,
-                type_=type_,
-                amount=amount,
-                created_at=now,
-            )
+            post_entry(session, account.Id, type_, amount, now, entry_id=transaction_id)
             return RailReceipt(transaction_id, account.Id, amount, balance, now)
 
         return self._run(claim, attempt)
