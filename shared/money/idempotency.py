@@ -20,24 +20,14 @@ from sqlalchemy import Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from shared import errors
 from shared.clock import Clock
 from shared.db.exact import exact_equals_parameter
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.types import column_length
 from shared.db.uow import commit_unit
-from shared.errors import (
-    CommitOutcomeUnknown,
-    DatabaseUnavailable,
-    LockTimeout,
-    TransactionRolledBack,
-)
+from shared.money import refusals
 from shared.money.key_claim_sql import bounds, claim_statement
-from shared.money.refusals import (
-    ConcurrencyConflict,
-    IdempotencyInProgress,
-    IdempotencyKeyReused,
-    OutcomeUnknown,
-)
 
 R = TypeVar("R")
 
@@ -114,7 +104,7 @@ def stored_answer(
     if record is None or record.State is None or record.State == _IN_PROGRESS:
         return None
     if record.RequestHash != claim.request_hash:
-        raise IdempotencyKeyReused()
+        raise refusals.IdempotencyKeyReused()
     assert record.ResponseStatus is not None and record.ResponseBody is not None
     return Answer(record.ResponseStatus, record.ResponseBody, replayed=True)
 
@@ -159,11 +149,11 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
             claimed = session.execute(
                 claim_statement(dialect), {"record_id": record_id, **values, **bounds(dialect)}
             ).first()
-        except LockTimeout:
+        except errors.LockTimeout:
             # A server's is the wait on another attempt's key; SQLite's is its BEGIN IMMEDIATE's
             # (no other's uncommitted row exists there): LOCK_TIMEOUT, as for any writer.
             if dialect != "sqlite":
-                raise IdempotencyInProgress() from None
+                raise refusals.IdempotencyInProgress() from None
             raise
         if claimed is not None:
             return HeldKey(record_id, claim)
@@ -177,7 +167,7 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
         # moved without completing it (docs/money.md#idempotency-records): take its place.
         stale = (IdempotencyRecord.Id == record.Id) & (IdempotencyRecord.State == _IN_PROGRESS)
         session.execute(delete(IdempotencyRecord).where(stale))
-    raise IdempotencyInProgress()
+    raise refusals.IdempotencyInProgress()
 
 
 def store_success(session: Session, success: SuccessRecord) -> None:
@@ -228,17 +218,17 @@ def run_keyed(
                     answer = move(session, held)
                     try:
                         commit_unit(session)
-                    except CommitOutcomeUnknown:
+                    except errors.CommitOutcomeUnknown:
                         raise CommitLost(answer) from None
                     return answer
-            except (LostRace, TransactionRolledBack):
+            except (LostRace, errors.TransactionRolledBack):
                 pass
             log.info(
                 "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
             )
             # Jitter so losers do not collide again in lockstep.
             time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
-        raise ConcurrencyConflict()
+        raise refusals.ConcurrencyConflict()
 
     try:
         return transaction()
@@ -247,8 +237,8 @@ def run_keyed(
     log.warning("%s: the connection was lost during COMMIT; asking the key", claim.operation)
     try:
         again = transaction()
-    except (CommitLost, DatabaseUnavailable):
-        raise OutcomeUnknown() from None
+    except (CommitLost, errors.DatabaseUnavailable):
+        raise refusals.OutcomeUnknown() from None
     if isinstance(sent, Answer) and again.replayed and again.body == sent.body:
         # The lost commit landed: this is our own first answer, not an earlier request's.
         return sent
