@@ -99,7 +99,6 @@ def move_money(
     source: Account,
     target: Account,
     amount: Decimal,
-    *,
     entry_id: uuid.UUID,
     created_at: datetime,
 ) -> Decimal:

@@ -115,9 +115,7 @@ class AccountRails:
                 toAccountId=target.Id,
                 amount=amount,
             )
-            balance = move_money(
-                session, source, target, amount, entry_id=transaction_id, created_at=now
-            )
+            balance = move_money(session, source, target, amount, transaction_id, now)
             return InternalTransferReceipt(
                 transaction_id, source.Id, target.Id, amount, balance, now
             )

@@ -216,9 +216,7 @@ def postgresql_transfer_write() -> Select[tuple[int, int]]:
     ).add_cte(*ctes.values())
 
 
-# The statuses are the schema's enums, as literals (the compile tests hold them to the enums):
-# TransactionType TransferOut / TransferIn, TransactionStatus Completed, AuthorizationStatus
-# Pending → Spent, IdempotencyState Completed; the tail is row 1 (tail_sql.TAIL_ID).
+# The enums' values and the tail's row (tail_sql.TAIL_ID) as literals: the compile tests hold them.
 _MSSQL_WRITES = """SET NOCOUNT ON;
 DECLARE @balances int, @spent int;
 UPDATE [Accounts] SET [Balance] = :first_balance, [Version] = [Version] + 1
