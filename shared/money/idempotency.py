@@ -91,9 +91,8 @@ class HeldKey(Generic[R]):
     claim: IdempotencyClaim[R]
 
     def success(self, receipt: R, completed_at: datetime) -> SuccessRecord:
-        return SuccessRecord(
-            self.record_id, self.claim.status, self.claim.render(receipt), completed_at
-        )
+        body = self.claim.render(receipt)
+        return SuccessRecord(self.record_id, self.claim.status, body, completed_at)
 
 
 def stored_answer(

@@ -28,6 +28,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
+from shared.money import refusals
 from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
@@ -48,13 +49,6 @@ from shared.money.payees import (
     payee_columns,
     payee_match,
     refuse_an_unstorable_tag,
-)
-from shared.money.refusals import (
-    AuthorizationExpired,
-    AuthorizationInvalid,
-    AuthorizationRequired,
-    InsufficientFunds,
-    PayeeInvalid,
 )
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
 
@@ -115,7 +109,7 @@ class TransferService:
             replay = committed_answer(session, claim)
             if replay is not None:
                 return replay
-            raise AuthorizationRequired()
+            raise refusals.AuthorizationRequired()
         user_id = claim.user_id
         day_start, day_end = utc_day(now)
         row = session.execute(
@@ -136,9 +130,9 @@ class TransferService:
         authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
         ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
         if authorized != (*ordered, AuthorizationStatus.PENDING.value):
-            raise AuthorizationInvalid()
+            raise refusals.AuthorizationInvalid()
         if row.ExpiresAt <= now:
-            raise AuthorizationExpired()
+            raise refusals.AuthorizationExpired()
         self.limit.judge(user_id, order.amount, row.used, now)
         return payee
 
@@ -161,11 +155,11 @@ class TransferService:
         self.limit.check(session, user_id, order.amount, now)
         if sender is None or sender.UserId != user_id:
             # Closed (or no longer the caller's) since the mint: the account cannot pay.
-            raise AuthorizationInvalid()
+            raise refusals.AuthorizationInvalid()
         if sender.Balance < order.amount:
-            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
+            raise refusals.InsufficientFunds(available=sender.Balance, requested=order.amount)
         if receiver is None:
-            raise PayeeInvalid()
+            raise refusals.PayeeInvalid()
         balance = sender.Balance - order.amount
         receipt = TransferReceipt(
             uuid.uuid4(), sender.Id, order.recipient_azure_tag, order.amount, balance, now
@@ -216,8 +210,8 @@ class TransferService:
             )
         )
         if expires_at is not None and expires_at <= now:
-            raise AuthorizationExpired()
-        raise AuthorizationInvalid()
+            raise refusals.AuthorizationExpired()
+        raise refusals.AuthorizationInvalid()
 
 
 @prebuilt
