@@ -85,9 +85,8 @@ class DailyLimitLock:
     def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the lock. The servers: the lock's own
         # statement bounds its wait; the key's claim before it waits the connection's bound.
-        return writing_unit_of_work(
-            engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
-        )
+        wait = self.timeout_seconds
+        return writing_unit_of_work(engine, wait_seconds=wait, caller_bounds_locks=True)
 
     def take(self, session: Session, user_id: str) -> None:
         take_daily_limit_lock(session, user_id, self.timeout_seconds)

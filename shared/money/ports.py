@@ -1,5 +1,4 @@
-"""The PIN step-up the money path needs (the audit chain's port is shared/audit/chain.py's); the
-HTTP edge wires the real one."""
+"""The PIN step-up the money path needs; the audit chain's port is in shared/audit/chain.py."""
 
 from __future__ import annotations
 
