@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, literal, select
@@ -90,12 +91,9 @@ class TransferService:
             checked = self.pre_check(session, claim, order, self.clock.now())
         if isinstance(checked, Answer):
             return checked
-        return run_keyed(
-            lambda: self.lock.unit_of_work(self.engine),
-            claim,
-            self.clock,
-            lambda session, held: self._attempt(session, held, order, checked),
-        )
+        unit = partial(self.lock.unit_of_work, self.engine)
+        attempt = partial(self._attempt, order=order, payee=checked)
+        return run_keyed(unit, claim, self.clock, attempt)
 
     def pre_check(
         self, session: Session, claim: IdempotencyClaim[Any], order: TransferOrder, now: datetime
@@ -106,8 +104,7 @@ class TransferService:
         refuse_an_unstorable_tag(order.recipient_azure_tag)
         if order.authorization_id is None:
             # Only the key can answer before this rung; no authorization is not a value to bind.
-            replay = committed_answer(session, claim)
-            if replay is not None:
+            if (replay := committed_answer(session, claim)) is not None:
                 return replay
             raise refusals.AuthorizationRequired()
         user_id = claim.user_id
@@ -122,8 +119,7 @@ class TransferService:
                 "day_end": day_end,
             },
         ).one()
-        replay = stored_answer(claim, row)
-        if replay is not None:
+        if (replay := stored_answer(claim, row)) is not None:
             return replay
         payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
         # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
