@@ -1,5 +1,4 @@
-"""Accounts as the money path sees them: the caller's own open account, a customer's primary
-account, and balance writes guarded by the account's concurrency token."""
+"""Accounts as the money path reads them, and balance writes guarded by the concurrency token."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ _OPEN = Account.IsDeleted == false()
 
 
 def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> Account:
-    """The caller's open account: 404 when there is none (a closed one is invisible, as behind
-    the API's soft-delete filter), 403 when it is another customer's."""
+    """The caller's open account: 404 if none (a closed one is invisible), 403 if another's."""
     account = session.scalar(select(Account).where(Account.Id == account_id, _OPEN))
     if account is None:
         raise AccountNotFound()
@@ -45,15 +43,10 @@ class AccountState(NamedTuple):
 def open_account_and_primary_account(
     session: Session, account_id: uuid.UUID, payee_user_id: str
 ) -> tuple[AccountState | None, AccountState | None]:
-    """The open account `account_id` and the payee's primary (oldest open) account, in one
-    statement, as plain rows: nothing here is written through the session."""
-    rows = [
-        AccountState(*row)
-        for row in session.execute(
-            _open_account_and_primary_account(),
-            {"account_id": account_id, "payee_user_id": payee_user_id},
-        )
-    ]
+    """The open account `account_id` and the payee's primary (oldest open) one, in one read."""
+    parameters = {"account_id": account_id, "payee_user_id": payee_user_id}
+    result = session.execute(_open_account_and_primary_account(), parameters)
+    rows = [AccountState(*row) for row in result]
     payer = next((row for row in rows if row.Id == account_id), None)
     payee = next((row for row in rows if row.Id != account_id), None)
     return payer, payee
@@ -68,8 +61,7 @@ def _open_account_and_primary_account() -> Select[uuid.UUID, str, Decimal, int]:
         .limit(1)
     )
     return select(Account.Id, Account.UserId, Account.Balance, Account.Version).where(
-        _OPEN,
-        or_(Account.Id == bindparam("account_id"), Account.Id == primary.scalar_subquery()),
+        _OPEN, or_(Account.Id == bindparam("account_id"), Account.Id == primary.scalar_subquery())
     )
 
 
@@ -82,8 +74,7 @@ class BalanceWrite(NamedTuple):
 
 
 def balance_update(account_id: object, seen_version: object, balance: object) -> Update:
-    """Set the balance and bump the token only if nobody wrote the row since it was read; each
-    value may be a bind parameter."""
+    """Set the balance and bump the token if nobody wrote the row since it was read (or binds)."""
     return (
         update(_accounts)
         .where(_accounts.c.Id == account_id, _accounts.c.Version == seen_version, _OPEN)
@@ -108,44 +99,34 @@ def move_money(
     source: Account,
     target: Account,
     amount: Decimal,
-    *,
     entry_id: uuid.UUID,
     created_at: datetime,
 ) -> Decimal:
-    """Debit `source`, credit `target` and post the TransferOut (Id `entry_id`) and TransferIn
-    rows; the source's balance after it."""
+    """Move `amount` with both ledger rows (TransferOut's Id `entry_id`): the source's balance."""
     new_balance = source.Balance - amount
     for write in in_lock_order(
         BalanceWrite(source.Id, source.Version, new_balance),
         BalanceWrite(target.Id, target.Version, target.Balance + amount),
     ):
         write_balance(session, write)
-    for id_, account, type_, counterparty in (
-        (entry_id, source, TransactionType.TRANSFER_OUT, target),
-        (None, target, TransactionType.TRANSFER_IN, source),
+    for id_, account_id, type_, other in (
+        (entry_id, source.Id, TransactionType.TRANSFER_OUT, target.Id),
+        (None, target.Id, TransactionType.TRANSFER_IN, source.Id),
     ):
-        post_entry(
-            session,
-            entry_id=id_,
-            account_id=account.Id,
-            type_=type_,
-            amount=amount,
-            created_at=created_at,
-            counterparty_account_id=counterparty.Id,
-        )
+        post_entry(session, account_id, type_, amount, created_at, entry_id=id_, counterparty=other)
     return new_balance
 
 
 def post_entry(
     session: Session,
-    *,
     account_id: uuid.UUID,
     type_: TransactionType,
     amount: Decimal,
     created_at: datetime,
+    *,
     entry_id: uuid.UUID | None = None,
     recipient_azure_tag: str | None = None,
-    counterparty_account_id: uuid.UUID | None = None,
+    counterparty: uuid.UUID | None = None,
 ) -> None:
     """One completed ledger row."""
     session.add(
@@ -156,7 +137,7 @@ def post_entry(
             Amount=amount,
             Status=TransactionStatus.COMPLETED.value,
             RecipientAzureTag=recipient_azure_tag,
-            CounterpartyAccountId=counterparty_account_id,
+            CounterpartyAccountId=counterparty,
             CreatedAt=created_at,
         )
     )

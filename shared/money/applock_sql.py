@@ -1,7 +1,5 @@
-"""The per-user application lock that serialises one user's external transfers, and the one
-module holding its SQL, one function per dialect (docs/decisions.md#adr-0050-d5 says why and how:
-sp_getapplock, pg_advisory_xact_lock, SQLite's one write lock). A timeout is a fault (503
-LOCK_TIMEOUT), never the 422."""
+"""The per-user lock serialising one user's external transfers, its SQL per dialect
+(docs/decisions.md#adr-0050-d5). A timeout is a fault (503 LOCK_TIMEOUT), never the 422."""
 
 from __future__ import annotations
 
@@ -40,9 +38,8 @@ def mssql_applock_batch() -> TextClause:
 
 
 def postgresql_advisory_lock() -> TextClause:
-    """PostgreSQL, one statement (a round trip fewer for every transfer): the transaction-local
-    lock_timeout is set in a FROM subquery, which PostgreSQL evaluates (volatile, never
-    flattened) before the select list waits for the lock."""
+    """PostgreSQL in one statement (a round trip fewer): the FROM subquery (volatile, never
+    flattened) sets the transaction's lock_timeout before the select list waits for the lock."""
     return text(
         "SELECT pg_advisory_xact_lock("
         "hashtextextended(CAST(:resource AS text), 0)) "
@@ -88,9 +85,8 @@ class DailyLimitLock:
     def unit_of_work(self, engine: Engine) -> AbstractContextManager[Session]:
         # SQLite: BEGIN IMMEDIATE under the lock's wait is the lock. The servers: the lock's own
         # statement bounds its wait; the key's claim before it waits the connection's bound.
-        return writing_unit_of_work(
-            engine, wait_seconds=self.timeout_seconds, caller_bounds_locks=True
-        )
+        wait = self.timeout_seconds
+        return writing_unit_of_work(engine, wait_seconds=wait, caller_bounds_locks=True)
 
     def take(self, session: Session, user_id: str) -> None:
         take_daily_limit_lock(session, user_id, self.timeout_seconds)

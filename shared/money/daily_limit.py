@@ -1,6 +1,5 @@
-"""DailyOutflowLimit: the one sum behind the three checks (mint, pre-check, authoritative) and
-the allowance read: the external transfers of the injected clock's UTC day over every account of
-the user, closed ones included (docs/decisions.md#adr-0050-d3 and the two decisions before it)."""
+"""The one sum behind the daily limit's three checks and the allowance: a user's external
+transfers of the clock's UTC day, closed accounts included (docs/decisions.md#adr-0050-d3)."""
 
 from __future__ import annotations
 
@@ -73,13 +72,8 @@ class DailyOutflowLimit:
         used = Decimal(0) if used is None else Decimal(used)
         if used + requested > self.limit:
             # Log-only, no audit row (docs/decisions.md#adr-0050-d7). The user id is no address.
-            log.info(
-                "Daily limit refused %s for user %s: used %s of %s",
-                requested,
-                user_id,
-                used,
-                self.limit,
-            )
+            figures = (requested, user_id, used, self.limit)
+            log.info("Daily limit refused %s for user %s: used %s of %s", *figures)
             raise DailyLimitExceeded(
                 limit=self.limit, used=used, requested=requested, resets_at=utc_day(instant)[1]
             )
@@ -87,9 +81,4 @@ class DailyOutflowLimit:
     def allowance(self, session: Session, user_id: str) -> Allowance:
         now = self.clock.now()
         used = self.used(session, user_id, now)
-        return Allowance(
-            limit=self.limit,
-            used=used,
-            remaining=max(Decimal(0), self.limit - used),
-            resets_at=utc_day(now)[1],
-        )
+        return Allowance(self.limit, used, max(Decimal(0), self.limit - used), utc_day(now)[1])

@@ -1,9 +1,5 @@
-"""Idempotency keys for money operations (ADR-0009), and the retry loop around each money
-transaction. The key is claimed as the transaction's first statement and its success stored with
-the money, so a success is stored if and only if the money moved; docs/money.md#idempotency-records
-says how a duplicate waits, replays or is refused, and how a commit whose connection was lost is
-resolved.
-"""
+"""Idempotency keys (ADR-0009) and the retry loop around each money transaction: the key is
+claimed first and its success stored with the money (docs/money.md#idempotency-records)."""
 
 from __future__ import annotations
 
@@ -24,24 +20,14 @@ from sqlalchemy import Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
+from shared import errors
 from shared.clock import Clock
 from shared.db.exact import exact_equals_parameter
 from shared.db.schema import IdempotencyRecord, IdempotencyState
 from shared.db.types import column_length
 from shared.db.uow import commit_unit
-from shared.errors import (
-    CommitOutcomeUnknown,
-    DatabaseUnavailable,
-    LockTimeout,
-    TransactionRolledBack,
-)
+from shared.money import refusals
 from shared.money.key_claim_sql import bounds, claim_statement
-from shared.money.refusals import (
-    ConcurrencyConflict,
-    IdempotencyInProgress,
-    IdempotencyKeyReused,
-    OutcomeUnknown,
-)
 
 R = TypeVar("R")
 
@@ -58,19 +44,14 @@ _BACKOFF_SECONDS = 0.005
 def request_hash(operation: str, canonical: Mapping[str, Any]) -> str:
     """SHA-256 of the operation and its parsed fields, keys sorted, values as their canonical
     strings (so 100 and 100.00 are the same request)."""
-    text = json.dumps(
-        {"operation": operation, "request": canonical},
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
+    request = {"operation": operation, "request": canonical}
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class IdempotencyClaim(Generic[R]):
-    """A money request under its key, as the route builds it; `status` and `render` (of the
-    operation's receipt) make the answer its success gives and stores."""
+    """A money request under its key; `status` and `render(receipt)` make its success's answer."""
 
     user_id: str
     operation: str
@@ -110,9 +91,8 @@ class HeldKey(Generic[R]):
     claim: IdempotencyClaim[R]
 
     def success(self, receipt: R, completed_at: datetime) -> SuccessRecord:
-        return SuccessRecord(
-            self.record_id, self.claim.status, self.claim.render(receipt), completed_at
-        )
+        body = self.claim.render(receipt)
+        return SuccessRecord(self.record_id, self.claim.status, body, completed_at)
 
 
 def stored_answer(
@@ -123,14 +103,13 @@ def stored_answer(
     if record is None or record.State is None or record.State == _IN_PROGRESS:
         return None
     if record.RequestHash != claim.request_hash:
-        raise IdempotencyKeyReused()
+        raise refusals.IdempotencyKeyReused()
     assert record.ResponseStatus is not None and record.ResponseBody is not None
     return Answer(record.ResponseStatus, record.ResponseBody, replayed=True)
 
 
 def key_match() -> ColumnElement[bool]:
-    """The record of `:user_id`'s `:operation` under `:key` (exact on every dialect); each
-    parameter takes its column's type from the comparison."""
+    """`:user_id`'s `:operation` under `:key`, exact on every dialect, typed by its columns."""
     return (
         (IdempotencyRecord.UserId == bindparam("user_id"))
         & (IdempotencyRecord.Operation == bindparam("operation"))
@@ -159,29 +138,21 @@ def committed_answer(session: Session, claim: IdempotencyClaim[Any]) -> Answer |
 
 
 def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> HeldKey[R] | Answer:
-    """Claim the key as the transaction's first statement: the row this transaction now holds,
-    or the stored success to replay; 422, or 409 when another attempt still holds the key after
-    the connection's lock wait."""
+    """Claim the key as the transaction's first statement: the row held, or the success to
+    replay; 422, or 409 when another attempt still holds it after the connection's lock wait."""
     dialect = session.get_bind().dialect.name
+    values = {**key_parameters(claim), "request_hash": claim.request_hash, "now": now}
     for _ in range(3):
         record_id = uuid.uuid4()
         try:
             claimed = session.execute(
-                claim_statement(dialect),
-                {
-                    "record_id": record_id,
-                    **key_parameters(claim),
-                    "request_hash": claim.request_hash,
-                    "now": now,
-                    **bounds(dialect),
-                },
+                claim_statement(dialect), {"record_id": record_id, **values, **bounds(dialect)}
             ).first()
-        except LockTimeout:
-            # A server's lock timeout here is the wait on another attempt's key. SQLite's is the
-            # write lock its BEGIN IMMEDIATE waits for (no uncommitted row of another exists
-            # there): LOCK_TIMEOUT, as for any writer.
+        except errors.LockTimeout:
+            # A server's is the wait on another attempt's key; SQLite's is its BEGIN IMMEDIATE's
+            # (no other's uncommitted row exists there): LOCK_TIMEOUT, as for any writer.
             if dialect != "sqlite":
-                raise IdempotencyInProgress() from None
+                raise refusals.IdempotencyInProgress() from None
             raise
         if claimed is not None:
             return HeldKey(record_id, claim)
@@ -193,12 +164,9 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
             return answer
         # A committed InProgress row was left by the code before this protocol, whose money never
         # moved without completing it (docs/money.md#idempotency-records): take its place.
-        session.execute(
-            delete(IdempotencyRecord).where(
-                IdempotencyRecord.Id == record.Id, IdempotencyRecord.State == _IN_PROGRESS
-            )
-        )
-    raise IdempotencyInProgress()
+        stale = (IdempotencyRecord.Id == record.Id) & (IdempotencyRecord.State == _IN_PROGRESS)
+        session.execute(delete(IdempotencyRecord).where(stale))
+    raise refusals.IdempotencyInProgress()
 
 
 def store_success(session: Session, success: SuccessRecord) -> None:
@@ -221,8 +189,7 @@ class LostRace(Exception):
 
 
 class CommitLost(Exception):
-    """The connection failed during COMMIT: the server may have committed `result`'s
-    transaction, or not."""
+    """The connection failed during COMMIT: `result`'s transaction may have committed, or not."""
 
     def __init__(self, result: object) -> None:
         super().__init__("the connection was lost during COMMIT")
@@ -235,9 +202,8 @@ def run_keyed(
     clock: Clock,
     move: Callable[[Session, HeldKey[R]], Answer],
 ) -> Answer:
-    """Run `claim`'s money transaction: the key claimed first, then `move`, which moves the money
-    and stores `held.success(receipt)` with it; a lost commit is resolved by running the
-    transaction once more."""
+    """`claim`'s money transaction: the key claimed, then `move` moves the money and stores
+    `held.success(receipt)`; a lost commit is resolved by running it once more."""
 
     def transaction() -> Answer:
         # Each attempt a fresh unit of work, run again from scratch after a lost race (a
@@ -251,17 +217,17 @@ def run_keyed(
                     answer = move(session, held)
                     try:
                         commit_unit(session)
-                    except CommitOutcomeUnknown:
+                    except errors.CommitOutcomeUnknown:
                         raise CommitLost(answer) from None
                     return answer
-            except (LostRace, TransactionRolledBack):
+            except (LostRace, errors.TransactionRolledBack):
                 pass
             log.info(
                 "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
             )
             # Jitter so losers do not collide again in lockstep.
             time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
-        raise ConcurrencyConflict()
+        raise refusals.ConcurrencyConflict()
 
     try:
         return transaction()
@@ -270,8 +236,8 @@ def run_keyed(
     log.warning("%s: the connection was lost during COMMIT; asking the key", claim.operation)
     try:
         again = transaction()
-    except (CommitLost, DatabaseUnavailable):
-        raise OutcomeUnknown() from None
+    except (CommitLost, errors.DatabaseUnavailable):
+        raise refusals.OutcomeUnknown() from None
     if isinstance(sent, Answer) and again.replayed and again.body == sent.body:
         # The lost commit landed: this is our own first answer, not an earlier request's.
         return sent

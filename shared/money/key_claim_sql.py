@@ -1,7 +1,5 @@
-"""The Idempotency-Key's claim, the first statement of every money transaction, and the one
-module holding its SQL, one text per dialect (docs/money.md#idempotency-records says how it works:
-PostgreSQL's also bounds how long a dead client's backend waits, SQL Server's range lock makes the
-read and the insert one step)."""
+"""The Idempotency-Key's claim, every money transaction's first statement, one text per dialect
+(docs/money.md#idempotency-records: PostgreSQL's polls the client, SQL Server's locks a range)."""
 
 from __future__ import annotations
 

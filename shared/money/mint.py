@@ -1,7 +1,6 @@
-"""The mint: checks the PIN and issues a transfer's authorization, refusing in the rung table's
-order (docs/decisions.md#adr-0050-d41): the caller's account, the payee, the day, then the PIN,
-so an over-limit mint with a wrong PIN answers 422 and spends no attempt. A mint checks no
-funds and reserves nothing."""
+"""The mint issues a transfer's authorization, refusing in the rung table's order
+(docs/decisions.md#adr-0050-d41): account, payee, day, then the PIN, so an over-limit mint with a
+wrong PIN answers 422 and spends no attempt. It checks no funds and reserves nothing."""
 
 from __future__ import annotations
 

@@ -23,9 +23,8 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     """404 when no customer has the tag; 422 PAYEE_INVALID for the caller's own tag (that is
     the internal transfer, which the limit does not count) or a payee with no open account."""
     refuse_an_unstorable_tag(azure_tag)
-    found = session.execute(
-        select(*payee_columns()).where(payee_match()), {"azure_tag": azure_tag}
-    ).first()
+    read = select(*payee_columns()).where(payee_match())
+    found = session.execute(read, {"azure_tag": azure_tag}).first()
     return judge_payee(caller_id, azure_tag, *(found or (None, 0)))
 
 
@@ -36,13 +35,11 @@ def refuse_an_unstorable_tag(azure_tag: str) -> None:
         raise PayeeNotFound()
 
 
-def judge_payee(
-    caller_id: str, azure_tag: str, user_id: str | None, has_open_account: int
-) -> Payee:
+def judge_payee(caller_id: str, azure_tag: str, user_id: str | None, payee_open: int) -> Payee:
     """`resolve_payee`'s rungs on `payee_columns` already read (`user_id` None: nobody)."""
     if user_id is None:
         raise PayeeNotFound()
-    if user_id == caller_id or not has_open_account:
+    if user_id == caller_id or not payee_open:
         raise PayeeInvalid()
     return Payee(user_id=user_id, azure_tag=azure_tag)
 

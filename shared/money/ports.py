@@ -1,6 +1,4 @@
-"""What the money path needs from its neighbours, as protocols: the PIN step-up
-(shared/identity/pins) here, the audit chain's in shared/audit/chain.py. The HTTP edge wires
-the real ones."""
+"""The PIN step-up the money path needs; the audit chain's port is in shared/audit/chain.py."""
 
 from __future__ import annotations
 
@@ -11,4 +9,3 @@ class PinCheck(Protocol):
     def __call__(self, user_id: str, pin: str | None) -> None:
         """Return when `pin` is the user's PIN; raise PIN_REQUIRED, INVALID_PIN or PIN_LOCKED,
         counting a failure durably in its own transaction."""
-        ...

@@ -1,13 +1,11 @@
-"""The neighbouring rails (docs/http.md): internal transfer between the caller's own accounts,
-deposit and withdrawal. The daily limit counts none of them, so none takes the application lock;
-each moves money under the accounts' concurrency tokens in the money's retry loop and writes an
-audit row (tail before rows, as everywhere)."""
+"""The neighbouring rails (docs/http.md): internal transfer, deposit and withdrawal. The daily
+limit counts none, so none takes the application lock; each moves money under the concurrency
+tokens in the retry loop, its audit row first (tail before rows, as everywhere)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -59,18 +57,11 @@ class InternalTransferReceipt:
 
 @dataclass(frozen=True, eq=False)
 class AccountRails:
-    """Money movements within one customer's accounts, or across the bank's edge; each at most
-    once per Idempotency-Key, the key claimed first in its transaction."""
+    """Movements within one customer's accounts or across the bank's edge, once per key."""
 
     engine: Engine
     clock: Clock
     audit: AuditAppender
-
-    def _unit(self) -> AbstractContextManager[Session]:
-        # A read-then-write: it holds the right to write from its first statement, and waits
-        # for it as for every lock, Database__LockTimeoutSeconds (the key's, the tail's, the
-        # rows'; the rails take no application lock).
-        return writing_unit_of_work(self.engine)
 
     def _run(self, claim: IdempotencyClaim[R], move: Callable[[Session], R]) -> Answer:
         """`move` in the key's transaction, its receipt's answer stored with the money."""
@@ -81,7 +72,24 @@ class AccountRails:
             session.flush()
             return success.answer()
 
-        return run_keyed(self._unit, claim, self.clock, moved)
+        # A read-then-write holds the right to write from its first statement, and waits for
+        # every lock (the key's, the tail's, the rows') Database__LockTimeoutSeconds.
+        return run_keyed(lambda: writing_unit_of_work(self.engine), claim, self.clock, moved)
+
+    def _audited(
+        self, session: Session, user_id: str, event: str, **details: object
+    ) -> tuple[uuid.UUID, datetime]:
+        """A new transaction's Id and instant, its audit row (`details` after its Id) appended."""
+        transaction_id, now = uuid.uuid4(), self.clock.now()
+        self.audit.append(
+            session,
+            actor_user_id=user_id,
+            event=event,
+            occurred_at=now,
+            details={"transactionId": str(transaction_id)}
+            | {k: str(v) for k, v in details.items()},
+        )
+        return transaction_id, now
 
     def internal_transfer(
         self,
@@ -90,34 +98,24 @@ class AccountRails:
         to_account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        """TransferOut without a RecipientAzureTag (so the daily limit does not count it) and
-        TransferIn."""
+        """TransferOut with no RecipientAzureTag (so the daily limit skips it), and TransferIn."""
         if from_account_id == to_account_id:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
-        user_id = claim.user_id
 
         def attempt(session: Session) -> InternalTransferReceipt:
-            source = own_open_account(session, user_id, from_account_id)
-            target = own_open_account(session, user_id, to_account_id)
+            source = own_open_account(session, claim.user_id, from_account_id)
+            target = own_open_account(session, claim.user_id, to_account_id)
             if source.Balance < amount:
                 raise InsufficientFunds(available=source.Balance, requested=amount)
-            now = self.clock.now()
-            transaction_id = uuid.uuid4()
-            self.audit.append(
+            transaction_id, now = self._audited(
                 session,
-                actor_user_id=user_id,
-                event=INTERNAL_TRANSFER_COMPLETED,
-                occurred_at=now,
-                details={
-                    "transactionId": str(transaction_id),
-                    "fromAccountId": str(source.Id),
-                    "toAccountId": str(target.Id),
-                    "amount": str(amount),
-                },
+                claim.user_id,
+                INTERNAL_TRANSFER_COMPLETED,
+                fromAccountId=source.Id,
+                toAccountId=target.Id,
+                amount=amount,
             )
-            balance = move_money(
-                session, source, target, amount, entry_id=transaction_id, created_at=now
-            )
+            balance = move_money(session, source, target, amount, transaction_id, now)
             return InternalTransferReceipt(
                 transaction_id, source.Id, target.Id, amount, balance, now
             )
@@ -142,36 +140,19 @@ class AccountRails:
         account_id: uuid.UUID,
         amount: Decimal,
     ) -> Answer:
-        user_id = claim.user_id
+        outflow = type_ is TransactionType.WITHDRAWAL
 
         def attempt(session: Session) -> RailReceipt:
-            account = own_open_account(session, user_id, account_id)
-            outflow = type_ is TransactionType.WITHDRAWAL
+            account = own_open_account(session, claim.user_id, account_id)
             if outflow and account.Balance < amount:
                 raise InsufficientFunds(available=account.Balance, requested=amount)
             balance = account.Balance - amount if outflow else account.Balance + amount
-            now = self.clock.now()
-            transaction_id = uuid.uuid4()
-            self.audit.append(
-                session,
-                actor_user_id=user_id,
-                event=WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED,
-                occurred_at=now,
-                details={
-                    "transactionId": str(transaction_id),
-                    "accountId": str(account.Id),
-                    "amount": str(amount),
-                },
+            event = WITHDRAWAL_COMPLETED if outflow else DEPOSIT_COMPLETED
+            transaction_id, now = self._audited(
+                session, claim.user_id, event, accountId=account.Id, amount=amount
             )
             write_balance(session, BalanceWrite(account.Id, account.Version, balance))
-            post_entry(
-                session,
-                entry_id=transaction_id,
-                account_id=account.Id,
-                type_=type_,
-                amount=amount,
-                created_at=now,
-            )
+            post_entry(session, account.Id, type_, amount, now, entry_id=transaction_id)
             return RailReceipt(transaction_id, account.Id, amount, balance, now)
 
         return self._run(claim, attempt)

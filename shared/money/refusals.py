@@ -9,61 +9,51 @@ from datetime import datetime
 from decimal import Decimal
 from typing import ClassVar
 
+from shared import errors
 from shared.clock import utc_text
-from shared.errors import (
-    BadRequest,
-    CommitOutcomeUnknown,
-    Conflict,
-    Fault,
-    Forbidden,
-    MemberType,
-    NotFound,
-    Refusal,
-    Unauthenticated,
-)
 
 
-class AccountNotFound(NotFound):
+class AccountNotFound(errors.NotFound):
     error_code = "ACCOUNT_NOT_FOUND"
     title = "Account not found."
 
 
-class AccountForbidden(Forbidden):
+class AccountForbidden(errors.Forbidden):
     error_code = "ACCOUNT_FORBIDDEN"
     title = "The account belongs to someone else."
 
 
-class PayeeNotFound(NotFound):
+class PayeeNotFound(errors.NotFound):
     error_code = "PAYEE_NOT_FOUND"
     title = "No customer has that AzureTag."
 
 
-class PayeeInvalid(Refusal):
+class PayeeInvalid(errors.Refusal):
     error_code = "PAYEE_INVALID"
     title = "That payee cannot receive this transfer."
 
 
-class AuthorizationRequired(Unauthenticated):
+class AuthorizationRequired(errors.Unauthenticated):
     error_code = "AUTHORIZATION_REQUIRED"
     title = "A transfer authorization is required."
 
 
-class AuthorizationExpired(Unauthenticated):
+class AuthorizationExpired(errors.Unauthenticated):
     error_code = "AUTHORIZATION_EXPIRED"
     title = "The transfer authorization has expired."
 
 
-class AuthorizationInvalid(Unauthenticated):
+class AuthorizationInvalid(errors.Unauthenticated):
     error_code = "AUTHORIZATION_INVALID"
     title = "The transfer authorization is not valid for this transfer."
 
 
-class DailyLimitExceeded(Refusal):
+class DailyLimitExceeded(errors.Refusal):
     """ADR-0050 D7: never `remaining`, which the client derives (it branches on errorCode)."""
 
     error_code = "DAILY_LIMIT_EXCEEDED"
     title = "Daily transfer limit exceeded."
-    member_types: ClassVar[Mapping[str, MemberType]] = {
+    member_types: ClassVar[Mapping[str, errors.MemberType]] = {
         "limit": "number",
         "used": "number",
         "requested": "number",
@@ -77,10 +67,10 @@ class DailyLimitExceeded(Refusal):
         super().__init__(limit=limit, used=used, requested=requested, resetsAt=utc_text(resets_at))
 
 
-class InsufficientFunds(Refusal):
+class InsufficientFunds(errors.Refusal):
     error_code = "INSUFFICIENT_FUNDS"
     title = "Insufficient funds."
-    member_types: ClassVar[Mapping[str, MemberType]] = {
+    member_types: ClassVar[Mapping[str, errors.MemberType]] = {
         "available": "number",
         "requested": "number",
     }
@@ -89,13 +79,13 @@ class InsufficientFunds(Refusal):
         super().__init__(available=available, requested=requested)
 
 
-class ConcurrencyConflict(Fault):
+class ConcurrencyConflict(errors.Fault):
     error_code = "CONCURRENCY_CONFLICT"
     title = "The accounts were busy; nothing moved. Try again."
     retry_after = 1
 
 
-class OutcomeUnknown(Fault):
+class OutcomeUnknown(errors.Fault):
     """The commit lost its connection and the key could not be asked: never "nothing moved"."""
 
     error_code = "OUTCOME_UNKNOWN"
@@ -107,7 +97,7 @@ class OutcomeUnknown(Fault):
     retry_after = 5
 
 
-class MintOutcomeUnknown(CommitOutcomeUnknown):
+class MintOutcomeUnknown(errors.CommitOutcomeUnknown):
     """A mint has no key to ask, and needs none: a second authorization moves nothing."""
 
     title = (
@@ -117,17 +107,17 @@ class MintOutcomeUnknown(CommitOutcomeUnknown):
     )
 
 
-class IdempotencyKeyReused(Refusal):
+class IdempotencyKeyReused(errors.Refusal):
     error_code = "IDEMPOTENCY_KEY_REUSED"
     title = "This Idempotency-Key was used with a different request."
 
 
-class IdempotencyInProgress(Conflict):
+class IdempotencyInProgress(errors.Conflict):
     error_code = "IDEMPOTENCY_IN_PROGRESS"
     title = "A request with this Idempotency-Key is still in progress."
     retry_after = 1
 
 
-class IdempotencyKeyRequired(BadRequest):
+class IdempotencyKeyRequired(errors.BadRequest):
     error_code = "IDEMPOTENCY_KEY_REQUIRED"
     title = "Money operations require an Idempotency-Key header."

@@ -1,9 +1,7 @@
-"""The external transfer's writes after the audit chain's tail lock, in ONE round trip, and the
-one module holding their SQL (docs/architecture.md#lock-order says why one round trip). PostgreSQL
-sends them as the data-modifying CTEs of one SELECT, SQLite one statement per write, SQL Server a
-hand-written batch: SQLAlchemy has no DML CTEs and no batch variables for it
-(docs/database.md#sql-that-differs-by-dialect). The caller judges the counts (`WriteOutcome`).
-"""
+"""The external transfer's writes after the tail lock, in ONE round trip (why:
+docs/architecture.md#lock-order): PostgreSQL's data-modifying CTEs, SQL Server's hand-written
+batch, SQLite's one statement per write (docs/database.md#sql-that-differs-by-dialect). The caller
+judges the counts."""
 
 from __future__ import annotations
 
@@ -136,29 +134,23 @@ def _balance(which: str) -> Update:
 @prebuilt
 def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
     """Every write in the batch's order: its name, its statement, whether its count is judged."""
-    completed = TransactionStatus.COMPLETED.value
+    tag = _p("recipient_azure_tag")  # on the TransferOut alone: what the daily limit counts
     ledger = insert(_ledger).values(
         [
             {
-                "Id": _p("transaction_id"),
-                "AccountId": _p("sender_id"),
-                "Type": TransactionType.TRANSFER_OUT.value,
+                "Id": _p(id_),
+                "AccountId": _p(account),
+                "Type": type_.value,
                 "Amount": _p("amount"),
-                "Status": completed,
-                "RecipientAzureTag": _p("recipient_azure_tag"),
-                "CounterpartyAccountId": _p("receiver_id"),
+                "Status": TransactionStatus.COMPLETED.value,
+                "RecipientAzureTag": recipient,
+                "CounterpartyAccountId": _p(counterparty),
                 "CreatedAt": _p("now"),
-            },
-            {
-                "Id": _p("transfer_in_id"),
-                "AccountId": _p("receiver_id"),
-                "Type": TransactionType.TRANSFER_IN.value,
-                "Amount": _p("amount"),
-                "Status": completed,
-                "RecipientAzureTag": None,
-                "CounterpartyAccountId": _p("sender_id"),
-                "CreatedAt": _p("now"),
-            },
+            }
+            for id_, account, type_, counterparty, recipient in (
+                ("transaction_id", "sender_id", TransactionType.TRANSFER_OUT, "receiver_id", tag),
+                ("transfer_in_id", "receiver_id", TransactionType.TRANSFER_IN, "sender_id", None),
+            )
         ]
     )
     spend = (
@@ -224,9 +216,7 @@ def postgresql_transfer_write() -> Select[tuple[int, int]]:
     ).add_cte(*ctes.values())
 
 
-# The statuses are the schema's enums, as literals (the compile tests hold them to the enums):
-# TransactionType TransferOut / TransferIn, TransactionStatus Completed, AuthorizationStatus
-# Pending → Spent, IdempotencyState Completed; the tail is row 1 (tail_sql.TAIL_ID).
+# The enums' values and the tail's row (tail_sql.TAIL_ID) as literals: the compile tests hold them.
 _MSSQL_WRITES = """SET NOCOUNT ON;
 DECLARE @balances int, @spent int;
 UPDATE [Accounts] SET [Balance] = :first_balance, [Version] = [Version] + 1

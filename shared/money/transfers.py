@@ -1,11 +1,10 @@
-"""The external transfer: spends a minted authorization under the user's application lock, with
-the day decided against the instant of the spend (docs/decisions.md#adr-0050-d4).
+"""The external transfer spends a minted authorization under the user's application lock, the day
+decided against the instant of the spend (docs/decisions.md#adr-0050-d4; its lock order and
+statement budget are docs/architecture.md#lock-order's):
 
     the pre-check's one read: a replay, or the rungs before the lock
     → retry loop { the key's claim → application lock → both accounts → authoritative sum →
       balance → tail lock → ONE round trip of writes (transfer_write_sql) → commit }
-
-The lock order and the statement budget are docs/architecture.md#lock-order's.
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, NoReturn
+from functools import partial
+from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, literal, select
 from sqlalchemy.orm import Session
@@ -29,6 +29,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
+from shared.money import refusals
 from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
@@ -49,13 +50,6 @@ from shared.money.payees import (
     payee_columns,
     payee_match,
     refuse_an_unstorable_tag,
-)
-from shared.money.refusals import (
-    AuthorizationExpired,
-    AuthorizationInvalid,
-    AuthorizationRequired,
-    InsufficientFunds,
-    PayeeInvalid,
 )
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
 
@@ -82,8 +76,7 @@ class TransferReceipt:
 
 @dataclass(frozen=True, eq=False)
 class TransferService:
-    """Spends transfer authorizations; the one place an external transfer moves money. `writes`
-    sends the writes after the tail lock (the composition root passes `write_transfer`)."""
+    """The one place an external transfer moves money; `writes` sends those after the tail lock."""
 
     engine: Engine
     clock: Clock
@@ -95,22 +88,52 @@ class TransferService:
     def transfer(self, claim: IdempotencyClaim[TransferReceipt], order: TransferOrder) -> Answer:
         """The transfer of `order`, at most once per key."""
         with one_read(self.engine) as session:
-            checked = pre_check(session, self.limit, claim, order, self.clock.now())
+            checked = self.pre_check(session, claim, order, self.clock.now())
         if isinstance(checked, Answer):
             return checked
-        return run_keyed(
-            lambda: self.lock.unit_of_work(self.engine),
-            claim,
-            self.clock,
-            lambda session, held: self._attempt(session, held, order, checked),
-        )
+        unit = partial(self.lock.unit_of_work, self.engine)
+        attempt = partial(self._attempt, order=order, payee=checked)
+        return run_keyed(unit, claim, self.clock, attempt)
+
+    def pre_check(
+        self, session: Session, claim: IdempotencyClaim[Any], order: TransferOrder, now: datetime
+    ) -> Payee | Answer:
+        """The stored answer to replay, or the payee once the order passed every rung before the
+        lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
+        spent its authorization. Nothing here is authoritative, so one read serves every rung."""
+        refuse_an_unstorable_tag(order.recipient_azure_tag)
+        if order.authorization_id is None:
+            # Only the key can answer before this rung; no authorization is not a value to bind.
+            if (replay := committed_answer(session, claim)) is not None:
+                return replay
+            raise refusals.AuthorizationRequired()
+        user_id = claim.user_id
+        day_start, day_end = utc_day(now)
+        row = session.execute(
+            _pre_check_read(),
+            {
+                **key_parameters(claim),
+                "azure_tag": order.recipient_azure_tag,
+                "authorization_id": order.authorization_id,
+                "day_start": day_start,
+                "day_end": day_end,
+            },
+        ).one()
+        if (replay := stored_answer(claim, row)) is not None:
+            return replay
+        payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+        # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
+        authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
+        ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
+        if authorized != (*ordered, AuthorizationStatus.PENDING.value):
+            raise refusals.AuthorizationInvalid()
+        if row.ExpiresAt <= now:
+            raise refusals.AuthorizationExpired()
+        self.limit.judge(user_id, order.amount, row.used, now)
+        return payee
 
     def _attempt(
-        self,
-        session: Session,
-        held: HeldKey[TransferReceipt],
-        order: TransferOrder,
-        payee: Payee,
+        self, session: Session, held: HeldKey[TransferReceipt], order: TransferOrder, payee: Payee
     ) -> Answer:
         """One attempt, the key claimed; the lock order (key → application lock → tail → rows)
         is read here, in one place, and the refusals after the lock in their rungs' order."""
@@ -128,18 +151,14 @@ class TransferService:
         self.limit.check(session, user_id, order.amount, now)
         if sender is None or sender.UserId != user_id:
             # Closed (or no longer the caller's) since the mint: the account cannot pay.
-            raise AuthorizationInvalid()
+            raise refusals.AuthorizationInvalid()
         if sender.Balance < order.amount:
-            raise InsufficientFunds(available=sender.Balance, requested=order.amount)
+            raise refusals.InsufficientFunds(available=sender.Balance, requested=order.amount)
         if receiver is None:
-            raise PayeeInvalid()
+            raise refusals.PayeeInvalid()
+        balance = sender.Balance - order.amount
         receipt = TransferReceipt(
-            uuid.uuid4(),
-            sender.Id,
-            order.recipient_azure_tag,
-            order.amount,
-            sender.Balance - order.amount,
-            now,
+            uuid.uuid4(), sender.Id, order.recipient_azure_tag, order.amount, balance, now
         )
         # Rendered before the tail lock: every instant under the tail is every transfer's.
         success = held.success(receipt, now)
@@ -160,7 +179,7 @@ class TransferService:
         writes = TransferWrites(
             audit=audit_row,
             balances=in_lock_order(
-                BalanceWrite(sender.Id, sender.Version, receipt.balance),
+                BalanceWrite(sender.Id, sender.Version, balance),
                 BalanceWrite(receiver.Id, receiver.Version, receiver.Balance + order.amount),
             ),
             transaction_id=receipt.transaction_id,
@@ -177,71 +196,18 @@ class TransferService:
         # Whatever half-applied rolls back with the attempt, the audit row too.
         if outcome.balances != 2:
             raise LostRace()
-        if outcome.spent != 1:
-            _refuse_spend(session, order, now)
-        return success.answer()
-
-
-def _refuse_spend(session: Session, order: TransferOrder, now: datetime) -> NoReturn:
-    """The spend matched no row: the authorization is no longer Pending and unexpired (of two
-    spends of one authorization, the second lands here)."""
-    expires_at = session.scalar(
-        select(TransferAuthorization.ExpiresAt).where(
-            TransferAuthorization.Id == order.authorization_id,
-            TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+        if outcome.spent == 1:
+            return success.answer()
+        # The authorization is no longer Pending and unexpired (of two spends, the second's case).
+        expires_at = session.scalar(
+            select(TransferAuthorization.ExpiresAt).where(
+                TransferAuthorization.Id == order.authorization_id,
+                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
+            )
         )
-    )
-    if expires_at is not None and expires_at <= now:
-        raise AuthorizationExpired()
-    raise AuthorizationInvalid()
-
-
-def pre_check(
-    session: Session,
-    limit: DailyOutflowLimit,
-    claim: IdempotencyClaim[Any],
-    order: TransferOrder,
-    now: datetime,
-) -> Payee | Answer:
-    """The stored answer to replay, or the payee once the order passed every rung before the
-    lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
-    spent its authorization. Nothing here is authoritative, so one read serves every rung."""
-    refuse_an_unstorable_tag(order.recipient_azure_tag)
-    if order.authorization_id is None:
-        # Only the key can answer before this rung; no authorization is not a value to bind.
-        replay = committed_answer(session, claim)
-        if replay is not None:
-            return replay
-        raise AuthorizationRequired()
-    user_id = claim.user_id
-    day_start, day_end = utc_day(now)
-    row = session.execute(
-        _pre_check_read(),
-        {
-            **key_parameters(claim),
-            "azure_tag": order.recipient_azure_tag,
-            "authorization_id": order.authorization_id,
-            "day_start": day_start,
-            "day_end": day_end,
-        },
-    ).one()
-    replay = stored_answer(claim, row)
-    if replay is not None:
-        return replay
-    payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
-    # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
-    if (
-        row.UserId != user_id
-        or row.AccountId != order.account_id
-        or row.RecipientAzureTag != order.recipient_azure_tag
-        or row.Amount != order.amount
-        or row.Status != AuthorizationStatus.PENDING.value
-    ):
-        raise AuthorizationInvalid()
-    if row.ExpiresAt <= now:
-        raise AuthorizationExpired()
-    limit.judge(user_id, order.amount, row.used, now)
-    return payee
+        if expires_at is not None and expires_at <= now:
+            raise refusals.AuthorizationExpired()
+        raise refusals.AuthorizationInvalid()
 
 
 @prebuilt
