@@ -41,11 +41,9 @@ MSSQL_UNAVAILABLE_SQLSTATES = frozenset(
 _PG_UNAVAILABLE_SQLSTATES = frozenset({"57014", "57P01", "57P02", "57P03", "53300"})
 # An error number in a SQL Server driver message: `... (40613) (SQLDriverConnect)`.
 _MSSQL_NUMBER = re.compile(r"\((\d{1,6})\)")
-
-
-def _sqlstate(error: DBAPIError) -> str | None:
-    state = getattr(error.orig, "sqlstate", None)
-    return state if isinstance(state, str) else None
+# SQL Server's lock timeouts: the daily-limit batch's, and 1222, a row lock wait that hit
+# SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
+_MSSQL_LOCK_MARKS = (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
 
 
 def is_mssql_transient(orig: BaseException | None) -> bool:
@@ -57,49 +55,27 @@ def is_mssql_transient(orig: BaseException | None) -> bool:
     return sqlstate in MSSQL_UNAVAILABLE_SQLSTATES or bool(numbers & MSSQL_TRANSIENT_NUMBERS)
 
 
-def _lock_timeout(error: DBAPIError, dialect: str) -> bool:
-    message = str(error.orig)
-    if dialect == "postgresql":
-        return _sqlstate(error) == "55P03"
-    if dialect == "sqlite":
-        return "database is locked" in message
-    if dialect == "mssql":
-        # 1222: a row lock wait hit SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
-        return any(
-            mark in message for mark in (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
-        )
-    return False
-
-
-def _transient(error: DBAPIError, dialect: str) -> bool:
-    if dialect == "postgresql":
-        return _sqlstate(error) in {"40P01", "40001"}
-    if dialect == "mssql":
-        return "(1205)" in str(error.orig)
-    return False
-
-
-def _unavailable(error: DBAPIError, dialect: str) -> bool:
-    # Any error on a connection SQLAlchemy judged dead, a failed connect (wrapped with no
-    # statement), then the dialect's own timeouts and transient errors.
-    connecting = isinstance(error, OperationalError | InterfaceError) and error.statement is None
-    if error.connection_invalidated or connecting:
-        return True
-    if dialect == "postgresql":
-        state = _sqlstate(error) or ""
-        return state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
-    if dialect == "mssql":
-        return is_mssql_transient(error.orig)
-    return False
-
-
 def driver_fault(error: DBAPIError, dialect: str) -> type[DatabaseFault] | None:
     """The fault `error` is on `dialect`, or None for any other error."""
-    if _lock_timeout(error, dialect):
+    message, state = str(error.orig), getattr(error.orig, "sqlstate", None)
+    state = state if isinstance(state, str) else ""
+    locked = rolled_back = unavailable = False
+    if dialect == "postgresql":
+        locked, rolled_back = state == "55P03", state in {"40P01", "40001"}
+        unavailable = state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
+    elif dialect == "mssql":
+        locked = any(mark in message for mark in _MSSQL_LOCK_MARKS)
+        rolled_back, unavailable = "(1205)" in message, is_mssql_transient(error.orig)
+    elif dialect == "sqlite":
+        locked = "database is locked" in message
+    # On every dialect, any error on a connection SQLAlchemy judged dead, and a failed connect
+    # (wrapped with no statement), is unavailable too.
+    connecting = isinstance(error, OperationalError | InterfaceError) and error.statement is None
+    if locked:
         return LockTimeout
-    if _transient(error, dialect):
+    if rolled_back:
         return TransactionRolledBack
-    if _unavailable(error, dialect):
+    if unavailable or error.connection_invalidated or connecting:
         return DatabaseUnavailable
     return None
 
