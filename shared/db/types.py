@@ -17,14 +17,6 @@ _SCALE = Decimal("10000")
 _QUANTUM = Decimal("0.0001")
 
 
-def _mssql() -> Any:
-    # SQL Server's own types, imported where a SQL Server dialect asks for them: a PostgreSQL or
-    # SQLite host never loads that dialect (~10 ms of a cold start: bench/cold_start.py).
-    from sqlalchemy.dialects import mssql
-
-    return mssql
-
-
 class Money(TypeDecorator[Decimal]):
     """`Numeric(18,4)` where the server has exact decimals; on SQLite, which has none, an integer
     of ten-thousandths, so stored values and SUM() stay exact."""
@@ -33,9 +25,8 @@ class Money(TypeDecorator[Decimal]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(BigInteger())
-        return dialect.type_descriptor(Numeric(18, 4, asdecimal=True))
+        sqlite = dialect.name == "sqlite"
+        return dialect.type_descriptor(BigInteger() if sqlite else Numeric(18, 4, asdecimal=True))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -72,10 +63,13 @@ class _OnSqlServer(TypeDecorator[Any]):
         self.on_mssql, self.args, self.kwargs = on_mssql, args, kwargs
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "mssql":
-            on_mssql = getattr(_mssql(), self.on_mssql)(*self.args, **self.kwargs)
-            return dialect.type_descriptor(on_mssql)
-        return dialect.type_descriptor(self.generic)
+        if dialect.name != "mssql":
+            return dialect.type_descriptor(self.generic)
+        # Imported only here: a PostgreSQL or SQLite host never loads SQL Server's dialect (~10 ms
+        # of a cold start: bench/cold_start.py).
+        from sqlalchemy.dialects import mssql
+
+        return dialect.type_descriptor(getattr(mssql, self.on_mssql)(*self.args, **self.kwargs))
 
 
 # EF's `nvarchar(max)` and `varbinary(n)`.
@@ -108,11 +102,8 @@ class UtcDateTime(_OnSqlServer):
             raise ValueError("UtcDateTime needs a timezone-aware datetime")
         return value.astimezone(UTC).replace(tzinfo=None)
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        instant: datetime = value.replace(tzinfo=UTC)
-        return instant
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
 
 
 def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str | None]) -> int:
