@@ -1,10 +1,7 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL, with SQL Server's bounds on every wait; and `for_dialect`, the one way to
-choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect).
-
-Nothing here runs at import time: the Functions host unloads every function when importing
-`function_app.py` raises, so connecting belongs to the first request, not to the import.
-"""
+and cached per URL; and `for_dialect`, the one way to choose what differs by dialect. Nothing runs
+at import time: the Functions host unloads every function when importing `function_app.py`
+raises, so connecting belongs to the first request."""
 
 from __future__ import annotations
 
@@ -130,13 +127,12 @@ def build_engine(
         engine = build(parsed, options, credential_factory or _default_credential)
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
-        raise SettingsError(
-            [
-                f"Database__Url: the {parsed.drivername} driver cannot be loaded "
-                f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
-                "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
-            ]
-        ) from None
+        problem = (
+            f"Database__Url: the {parsed.drivername} driver cannot be loaded "
+            f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
+            "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
+        )
+        raise SettingsError([problem]) from None
     event.listen(engine, "handle_error", translate_driver_error)
     # What a unit of work compares its own wait with (shared.db.uow).
     _default_lock_waits[engine] = options.lock_timeout
@@ -148,7 +144,7 @@ def default_lock_wait(engine: Engine) -> int:
     return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
 
 
-def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
+def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
     # One connection per checkout: a pooled connection left mid-transaction in another thread
     # would hold the file's one write lock, whose busy wait is the lock timeout.
     busy_seconds = options.lock_timeout
@@ -192,12 +188,11 @@ def _server_engine(url: URL, options: EngineOptions, **arguments: Any) -> Engine
     )
 
 
-def _postgresql_engine(url: URL, options: EngineOptions) -> Engine:
+def _postgresql_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
     from shared.db import postgres_bounds
 
-    engine = _server_engine(
-        url, options, connect_args=postgres_bounds.connect_arguments(url, options)
-    )
+    arguments = postgres_bounds.connect_arguments(url, options)
+    engine = _server_engine(url, options, connect_args=arguments)
     event.listen(engine, "do_connect", postgres_bounds.bounded_connect(options))
     return engine
 
@@ -237,8 +232,8 @@ def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFacto
 
 
 _BUILDERS: dict[DialectName, Callable[[URL, EngineOptions, CredentialFactory], Engine]] = {
-    "sqlite": lambda url, options, _credential: _sqlite_engine(url, options),
-    "postgresql": lambda url, options, _credential: _postgresql_engine(url, options),
+    "sqlite": _sqlite_engine,
+    "postgresql": _postgresql_engine,
     "mssql": _mssql_engine,
 }
 
