@@ -12,6 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -161,11 +162,9 @@ def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFac
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy issue BEGIN itself (below), so a unit of work can ask for IMMEDIATE.
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={busy_seconds * 1000}")
-        cursor.close()
+        pragmas = ("foreign_keys=ON", "journal_mode=WAL", f"busy_timeout={busy_seconds * 1000}")
+        for pragma in pragmas:
+            dbapi_connection.execute(f"PRAGMA {pragma}")
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
@@ -222,11 +221,8 @@ def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFacto
     @event.listens_for(engine, "connect")
     def _bound_session(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.timeout = options.statement_timeout  # pyodbc's query timeout
-        cursor = dbapi_connection.cursor()
-        try:
+        with closing(dbapi_connection.cursor()) as cursor:
             cursor.execute(lock_timeout_statement(options.lock_timeout))
-        finally:
-            cursor.close()
 
     return engine
 

@@ -1,7 +1,6 @@
-"""Least privilege for the app's identity in its database (`azurebank db grant`,
-docs/cli.md#azurebank-db-grant says what and why): the one module holding that SQL, run in one
-transaction, creating nothing twice. An identifier cannot be bound, so names are checked and
-quoted into the text; tables are qualified by the current schema on PostgreSQL."""
+"""Least privilege for the app's identity (`azurebank db grant`: docs/cli.md#azurebank-db-grant),
+in one transaction, creating nothing twice. An identifier cannot be bound, so names are checked
+and quoted into the text; tables are qualified by the current schema on PostgreSQL."""
 
 from __future__ import annotations
 

@@ -15,6 +15,11 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
 _QUANTUM = Decimal("0.0001")
+# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
+Str = Unicode
+# SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
+# PostgreSQL's and SQLite's default comparison of text.
+MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
 class Money(TypeDecorator[Decimal]):
@@ -39,15 +44,6 @@ class Money(TypeDecorator[Decimal]):
             return None
         amount = Decimal(int(value)) / _SCALE if dialect.name == "sqlite" else Decimal(value)
         return amount.quantize(_QUANTUM)
-
-
-# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
-Str = Unicode
-
-
-# SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
-# PostgreSQL's and SQLite's default comparison of text.
-MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
 class _OnSqlServer(TypeDecorator[Any]):

@@ -108,19 +108,15 @@ def _session_on(connection: Connection) -> Session:
 def writing_unit_of_work(
     engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
-    """A unit of work that holds the right to write from its first statement, waiting at most
-    `wait_seconds` (None: the engine's default) for it and every lock: on SQLite BEGIN IMMEDIATE,
-    so a read-then-write never meets a stale snapshot. `caller_bounds_locks`: the caller's first
-    statement sets the servers' lock wait itself (the daily-limit lock does), so only SQLite's
-    is set here."""
+    """A unit of work holding the right to write from its first statement (SQLite's BEGIN
+    IMMEDIATE: no read-then-write meets a stale snapshot), every wait at most `wait_seconds` (None:
+    the engine's default); with `caller_bounds_locks`, the caller's first statement sets it."""
     return _unit_of_work(engine, "IMMEDIATE", wait_seconds, server_waits=not caller_bounds_locks)
 
 
 def one_read(engine: Engine) -> AbstractContextManager[Session]:
-    """A unit of work for ONE read statement, its own consistent snapshot on every dialect. On
-    PostgreSQL it runs outside a transaction: psycopg's BEGIN and ROLLBACK would be two more
-    round trips. ODBC and SQLite begin implicitly (and restoring SQL Server's isolation level
-    would cost one), so elsewhere it is a plain unit of work."""
+    """A unit of work for ONE read statement, its own snapshot on every dialect; on PostgreSQL
+    outside a transaction (docs/database.md#connections-and-their-bounds says why)."""
     return for_dialect(engine, _WAITS, what="unit of work").one_read(engine)
 
 
