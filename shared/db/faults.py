@@ -1,7 +1,6 @@
-"""Driver errors, translated once, here, into the domain's database faults (shared/errors.py), so
-no other module knows how each dialect spells each kind of failure (docs/database.md#driver-errors
-has the table). Neither psycopg nor pyodbc is imported: errors are read by their SQLSTATE and
-their number, so a host without unixODBC can still translate PostgreSQL's."""
+"""Driver errors, translated once, here, into the domain's faults (shared/errors.py; the table is
+in docs/database.md#driver-errors). Neither psycopg nor pyodbc is imported: errors are read by
+their SQLSTATE and number, so a host without unixODBC still translates PostgreSQL's."""
 
 from __future__ import annotations
 
@@ -94,9 +93,8 @@ def translate_driver_error(context: ExceptionContext) -> None:
 
 @contextmanager
 def connected(engine: Engine) -> Iterator[Connection]:
-    """A connection of `engine` for one unit of work: a checkout that found no pooled connection
-    free in time is DatabaseUnavailable, and no fault carries the driver's error (its text holds
-    SQL, values, an address) into a traceback."""
+    """A connection of `engine` for one unit of work: a pool checkout that timed out is
+    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
     try:
         with engine.connect() as connection:
             yield connection

@@ -1,6 +1,5 @@
-"""PostgreSQL's bounds on every wait, as libpq and the server take them, set once per connection
-when it opens (docs/database.md#connections-and-their-bounds). Its own module: a host on another
-dialect never imports psycopg."""
+"""PostgreSQL's bounds on every wait (docs/database.md#connections-and-their-bounds), set once per
+connection as it opens; its own module, so a host on another dialect never imports psycopg."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Statements built once and run many times: on the paths docs/database.md#statements-built-once
-lists, building a statement costs more client CPU than running it costs the server. Every other
-statement is built where it runs."""
+"""Statements built once and run many times, where building one costs more client CPU than running
+it costs the server (docs/database.md#statements-built-once lists them); all others are not."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Column types that hold money exactly and time as UTC on every dialect (docs/database.md), and
-what a string must be before SQL sees it (docs/money.md#request-bodies): no NUL, no lone
-surrogate, no longer than its column counted in UTF-16 code units, as nvarchar(n) counts."""
+what a string must be before SQL sees it (docs/money.md#request-bodies)."""
 
 from __future__ import annotations
 
@@ -74,9 +73,8 @@ Hash32 = _OnSqlServer(LargeBinary(32), "VARBINARY", 32)
 
 
 def ExactStr(length: int) -> _OnSqlServer:
-    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
-    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
-    pad under every SQL Server collation: shared/db/exact.py)."""
+    """`Str(length)` compared exactly on every dialect: on SQL Server it carries the binary
+    collation, for `=` and its indexes (trailing spaces still pad there: shared/db/exact.py)."""
     return _OnSqlServer(Unicode(length), "NVARCHAR", length, collation=MSSQL_EXACT_COLLATION)
 
 
@@ -111,15 +109,13 @@ def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str
 
 
 def unstorable_reason(value: str, max_length: int) -> str | None:
-    """Why `value` cannot be stored in or compared with a column of `max_length` (refused, it is
-    the caller's 400 naming its field, never a driver's 500); None when it can. The reason
-    names a rule, never the value."""
+    """Why `value` cannot be stored in or compared with a column of `max_length` (the caller's 400,
+    never a driver's 500), naming a rule, never the value; None when it can. NUL, a lone
+    surrogate and more UTF-16 code units than the column holds (as nvarchar(n) counts) cannot."""
     if "\x00" in value:
         return "must not contain NUL"
     try:
         units = len(value.encode("utf-16-le")) // 2
     except UnicodeEncodeError:
         return "must be valid Unicode text (no lone surrogates)"
-    if units > max_length:
-        return f"at most {max_length} characters"
-    return None
+    return f"at most {max_length} characters" if units > max_length else None
