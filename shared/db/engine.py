@@ -44,6 +44,7 @@ _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # A refused SQL Server connect costs a request at most three login timeouts and three seconds.
 CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
 CONNECT_ATTEMPTS = len(CONNECT_BACKOFF_SECONDS) + 1
+_RETRYING = "SQL Server refused a connection for now (%s); retrying (attempt %d of %d)"
 
 
 def for_dialect(
@@ -118,9 +119,8 @@ def build_engine(
     options: EngineOptions | None = None,
     credential_factory: CredentialFactory | None = None,
 ) -> Engine:
-    """A new engine at READ COMMITTED (never SNAPSHOT: ADR-0050's lock does not hold under it)
-    whose driver errors are the domain's faults (shared.db.faults). `credential_factory` builds
-    the Entra credential of a SQL Server URL without a password (`DefaultAzureCredential`)."""
+    """A new engine at READ COMMITTED (never SNAPSHOT: ADR-0050's lock does not hold under it),
+    raising the domain's faults; `credential_factory` signs in a SQL Server URL with no password."""
     parsed = make_url(url)
     options = options or EngineOptions()
     build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
@@ -251,12 +251,7 @@ def connect_with_retry(
             if not is_mssql_transient(exc):
                 raise
             # By type only: the driver's text names the server.
-            log.warning(
-                "SQL Server refused a connection for now (%s); retrying (attempt %d of %d)",
-                type(exc).__name__,
-                attempt,
-                CONNECT_ATTEMPTS,
-            )
+            log.warning(_RETRYING, type(exc).__name__, attempt, CONNECT_ATTEMPTS)
             sleep(pause)
     return connect()
 

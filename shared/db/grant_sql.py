@@ -120,9 +120,8 @@ def _grant_postgresql(conn: Connection, principal: str, object_id: uuid.UUID | N
     if created:
         conn.exec_driver_sql(postgresql_create_role(principal))
     # Where the migrations created the tables (the same search path).
-    database, schema = conn.execute(
-        text("SELECT current_database() AS database, current_schema() AS schema")
-    ).one()
+    where = text("SELECT current_database() AS database, current_schema() AS schema")
+    database, schema = conn.execute(where).one()
     for grant in postgresql_grants(principal, database, schema):
         conn.exec_driver_sql(grant)
     return created

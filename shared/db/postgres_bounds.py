@@ -26,14 +26,14 @@ def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
     # How long sent data may stay unacknowledged (with keepalives on, how long the probes run)
     # before the kernel drops the connection: the idle time plus the probes.
     user_timeout_ms = 1000 * (keepalive + KEEPALIVE_PROBES * interval)
+    # The same keepalives on the client's end and the server's, in libpq's names and the server's.
+    keepalives = {"idle": keepalive, "interval": interval, "count": KEEPALIVE_PROBES}
     server = {
         "statement_timeout": statement_ms,
         "lock_timeout": options.lock_timeout * 1000,
         # No unit of work pauses between statements for as long as one statement may run.
         "idle_in_transaction_session_timeout": statement_ms,
-        "tcp_keepalives_idle": keepalive,
-        "tcp_keepalives_interval": interval,
-        "tcp_keepalives_count": KEEPALIVE_PROBES,
+        **{f"tcp_keepalives_{name}": value for name, value in keepalives.items()},
         "tcp_user_timeout": user_timeout_ms,
     }
     ours = " ".join(f"-c {name}={value}" for name, value in server.items())
@@ -41,9 +41,7 @@ def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
     return {
         "connect_timeout": options.connect_timeout,
         "keepalives": 1,
-        "keepalives_idle": keepalive,
-        "keepalives_interval": interval,
-        "keepalives_count": KEEPALIVE_PROBES,
+        **{f"keepalives_{name}": value for name, value in keepalives.items()},
         "tcp_user_timeout": user_timeout_ms,
         "options": f"{ours} {theirs}" if isinstance(theirs, str) and theirs else ours,
     }

@@ -78,9 +78,8 @@ def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int 
 
 def _postgresql_own_wait(session: Session, seconds: int) -> None:
     # The transaction's setting: it ends with the transaction.
-    session.execute(
-        text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{seconds * 1000}ms"}
-    )
+    wait = {"wait": f"{seconds * 1000}ms"}
+    session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), wait)
 
 
 def _mssql_own_wait(session: Session, seconds: int) -> None:
