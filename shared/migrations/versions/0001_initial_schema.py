@@ -23,12 +23,10 @@ HASH32 = sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql")
 MONEY = sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite")
 
 
-def _references(
-    table: str, column: str, referred: str, ondelete: str | None = None
-) -> sa.ForeignKeyConstraint:
-    """`table`.`column` referring to `referred`.Id, named as the naming convention names it."""
-    name = op.f(f"FK_{table}_{referred}_{column}")
-    return sa.ForeignKeyConstraint([column], [f"{referred}.Id"], name=name, ondelete=ondelete)
+def _fk(table: str, column: str, to: str, ondelete: str | None = None) -> sa.ForeignKeyConstraint:
+    """`table`.`column` referring to `to`.Id, named as the naming convention names it."""
+    name = op.f(f"FK_{table}_{to}_{column}")
+    return sa.ForeignKeyConstraint([column], [f"{to}.Id"], name=name, ondelete=ondelete)
 
 
 def upgrade() -> None:
@@ -70,11 +68,9 @@ def upgrade() -> None:
     # The tail row every append locks (shared/audit/tail_sql.py): it exists before the first
     # append, so concurrent first appends never race to create it. Genesis: Sequence 0, zero hash.
     # A binary literal per dialect, so the offline script (`--sql`) renders it too.
-    genesis = {
-        "postgresql": "'\\x" + "00" * 32 + "'::bytea",
-        "mssql": "0x" + "00" * 32,
-        "sqlite": "X'" + "00" * 32 + "'",
-    }[op.get_context().dialect.name]
+    zeros = "00" * 32
+    literal = {"postgresql": f"'\\x{zeros}'::bytea", "mssql": f"0x{zeros}", "sqlite": f"X'{zeros}'"}
+    genesis = literal[op.get_context().dialect.name]
     insert_tail = 'INSERT INTO "AuditChainTail" ("Id", "LastSequence", "LastHash") VALUES (1, 0, '
     op.execute(insert_tail + genesis + ")")  # constants only: no input reaches this text
     op.create_table(
@@ -120,7 +116,7 @@ def upgrade() -> None:
         sa.Column("IsDeleted", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("CreatedAt", UTC, nullable=False),
         sa.Column("Version", sa.Integer(), server_default="1", nullable=False),
-        _references("Accounts", "UserId", "AspNetUsers"),
+        _fk("Accounts", "UserId", "AspNetUsers"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Accounts")),
     )
     op.create_index(op.f("IX_Accounts_UserId"), "Accounts", ["UserId"])
@@ -145,7 +141,7 @@ def upgrade() -> None:
             ),
             name=op.f("CK_SubscriberNotices_Lease"),
         ),
-        _references("SubscriberNotices", "UserId", "AspNetUsers", ondelete="CASCADE"),
+        _fk("SubscriberNotices", "UserId", "AspNetUsers", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_SubscriberNotices")),
     )
     op.create_index("IX_SubscriberNotices_AuditEventId", "SubscriberNotices", ["AuditEventId"])
@@ -170,7 +166,7 @@ def upgrade() -> None:
         sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=True),
         sa.Column("CounterpartyAccountId", sa.Uuid(), nullable=True),
         sa.Column("CreatedAt", UTC, nullable=False),
-        _references("Transactions", "AccountId", "Accounts"),
+        _fk("Transactions", "AccountId", "Accounts"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Transactions")),
     )
     by_day = ["AccountId", "Type", "CreatedAt"]  # the daily sum's seek
@@ -188,8 +184,8 @@ def upgrade() -> None:
         sa.Column("ExpiresAt", UTC, nullable=False),
         sa.Column("SpentAt", UTC, nullable=True),
         sa.Column("TransactionId", sa.Uuid(), nullable=True),
-        _references("TransferAuthorizations", "AccountId", "Accounts"),
-        _references("TransferAuthorizations", "UserId", "AspNetUsers"),
+        _fk("TransferAuthorizations", "AccountId", "Accounts"),
+        _fk("TransferAuthorizations", "UserId", "AspNetUsers"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_TransferAuthorizations")),
     )
     op.create_index(op.f("IX_TransferAuthorizations_UserId"), "TransferAuthorizations", ["UserId"])
