@@ -48,9 +48,8 @@ def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
 
 
 class BoundedConnection(psycopg.Connection[Any]):
-    """A psycopg connection that waits at most `answer_within` seconds for any answer (a
-    statement, a commit, a rollback, the pool's ping), then closes itself and raises
-    OperationalError: SQLAlchemy invalidates it and the request is 503 DATABASE_UNAVAILABLE."""
+    """A psycopg connection that waits at most `answer_within` seconds for any answer (a statement,
+    a commit, the pool's ping), then closes itself: OperationalError, 503 DATABASE_UNAVAILABLE."""
 
     answer_within: float = 16.0
 

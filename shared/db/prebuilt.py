@@ -12,6 +12,5 @@ T = TypeVar("T")
 
 
 def prebuilt(build: Callable[P, T]) -> Callable[P, T]:
-    """`build` called once per distinct (hashable) arguments, its statement kept and reused; at
-    most 64 argument sets are kept, the least recently used dropped."""
+    """`build`, run once per distinct (hashable) arguments; the 64 most recently used are kept."""
     return cast(Callable[P, T], functools.lru_cache(maxsize=64)(build))
