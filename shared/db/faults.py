@@ -1,6 +1,6 @@
-"""Driver errors, translated once, here, into the domain's faults (shared/errors.py; the table is
-in docs/database.md#driver-errors). Neither psycopg nor pyodbc is imported: errors are read by
-their SQLSTATE and number, so a host without unixODBC still translates PostgreSQL's."""
+"""Driver errors, translated once, here, into the domain's faults (shared/errors.py): no other
+module knows how a dialect spells a failure (docs/database.md#driver-errors). Errors are read by
+SQLSTATE and number, importing neither psycopg nor pyodbc, so a host without unixODBC works."""
 
 from __future__ import annotations
 
