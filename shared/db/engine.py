@@ -1,10 +1,7 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL, with SQL Server's bounds on every wait; and `for_dialect`, the one way to
-choose what differs by dialect (docs/database.md#sql-that-differs-by-dialect).
-
-Nothing here runs at import time: the Functions host unloads every function when importing
-`function_app.py` raises, so connecting belongs to the first request, not to the import.
-"""
+and cached per URL; and `for_dialect`, the one way to choose what differs by dialect. Nothing runs
+at import time: the Functions host unloads every function when importing `function_app.py`
+raises, so connecting belongs to the first request."""
 
 from __future__ import annotations
 
@@ -15,6 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -46,6 +44,7 @@ _ODBC_ATTRIBUTE = re.compile(r"([^=;]+)=(\{(?:[^}]|\}\})*\}|[^;]*)")
 # A refused SQL Server connect costs a request at most three login timeouts and three seconds.
 CONNECT_BACKOFF_SECONDS = (1.0, 2.0)
 CONNECT_ATTEMPTS = len(CONNECT_BACKOFF_SECONDS) + 1
+_RETRYING = "SQL Server refused a connection for now (%s); retrying (attempt %d of %d)"
 
 
 def for_dialect(
@@ -120,9 +119,8 @@ def build_engine(
     options: EngineOptions | None = None,
     credential_factory: CredentialFactory | None = None,
 ) -> Engine:
-    """A new engine at READ COMMITTED (never SNAPSHOT: ADR-0050's lock does not hold under it)
-    whose driver errors are the domain's faults (shared.db.faults). `credential_factory` builds
-    the Entra credential of a SQL Server URL without a password (`DefaultAzureCredential`)."""
+    """A new engine at READ COMMITTED (never SNAPSHOT: ADR-0050's lock does not hold under it),
+    raising the domain's faults; `credential_factory` signs in a SQL Server URL with no password."""
     parsed = make_url(url)
     options = options or EngineOptions()
     build = for_dialect(parsed.get_backend_name(), _BUILDERS, what="engine")
@@ -130,13 +128,12 @@ def build_engine(
         engine = build(parsed, options, credential_factory or _default_credential)
     except (ImportError, NoSuchModuleError) as exc:
         # A URL naming a driver this install lacks is a setting to fix, not a crash (exit 78).
-        raise SettingsError(
-            [
-                f"Database__Url: the {parsed.drivername} driver cannot be loaded "
-                f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
-                "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
-            ]
-        ) from None
+        problem = (
+            f"Database__Url: the {parsed.drivername} driver cannot be loaded "
+            f"({type(exc).__name__}). Fix: {fix_for('Database__Url')}, with a driver this "
+            "install has (psycopg for PostgreSQL, pyodbc with ODBC Driver 18 for SQL Server)."
+        )
+        raise SettingsError([problem]) from None
     event.listen(engine, "handle_error", translate_driver_error)
     # What a unit of work compares its own wait with (shared.db.uow).
     _default_lock_waits[engine] = options.lock_timeout
@@ -148,7 +145,7 @@ def default_lock_wait(engine: Engine) -> int:
     return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
 
 
-def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
+def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
     # One connection per checkout: a pooled connection left mid-transaction in another thread
     # would hold the file's one write lock, whose busy wait is the lock timeout.
     busy_seconds = options.lock_timeout
@@ -165,11 +162,9 @@ def _sqlite_engine(url: URL, options: EngineOptions) -> Engine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy issue BEGIN itself (below), so a unit of work can ask for IMMEDIATE.
         dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={busy_seconds * 1000}")
-        cursor.close()
+        pragmas = ("foreign_keys=ON", "journal_mode=WAL", f"busy_timeout={busy_seconds * 1000}")
+        for pragma in pragmas:
+            dbapi_connection.execute(f"PRAGMA {pragma}")
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
@@ -192,12 +187,11 @@ def _server_engine(url: URL, options: EngineOptions, **arguments: Any) -> Engine
     )
 
 
-def _postgresql_engine(url: URL, options: EngineOptions) -> Engine:
+def _postgresql_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
     from shared.db import postgres_bounds
 
-    engine = _server_engine(
-        url, options, connect_args=postgres_bounds.connect_arguments(url, options)
-    )
+    arguments = postgres_bounds.connect_arguments(url, options)
+    engine = _server_engine(url, options, connect_args=arguments)
     event.listen(engine, "do_connect", postgres_bounds.bounded_connect(options))
     return engine
 
@@ -227,18 +221,15 @@ def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFacto
     @event.listens_for(engine, "connect")
     def _bound_session(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.timeout = options.statement_timeout  # pyodbc's query timeout
-        cursor = dbapi_connection.cursor()
-        try:
+        with closing(dbapi_connection.cursor()) as cursor:
             cursor.execute(lock_timeout_statement(options.lock_timeout))
-        finally:
-            cursor.close()
 
     return engine
 
 
 _BUILDERS: dict[DialectName, Callable[[URL, EngineOptions, CredentialFactory], Engine]] = {
-    "sqlite": lambda url, options, _credential: _sqlite_engine(url, options),
-    "postgresql": lambda url, options, _credential: _postgresql_engine(url, options),
+    "sqlite": _sqlite_engine,
+    "postgresql": _postgresql_engine,
     "mssql": _mssql_engine,
 }
 
@@ -260,12 +251,7 @@ def connect_with_retry(
             if not is_mssql_transient(exc):
                 raise
             # By type only: the driver's text names the server.
-            log.warning(
-                "SQL Server refused a connection for now (%s); retrying (attempt %d of %d)",
-                type(exc).__name__,
-                attempt,
-                CONNECT_ATTEMPTS,
-            )
+            log.warning(_RETRYING, type(exc).__name__, attempt, CONNECT_ATTEMPTS)
             sleep(pause)
     return connect()
 

@@ -45,8 +45,7 @@ StrColumn = ColumnElement[str] | QueryableAttribute[str]
 
 
 def exact_equals(column: StrColumn, value: str) -> ColumnElement[bool]:
-    """A WHERE term true only when the column holds exactly `value` (case and trailing spaces
-    included), on SQL Server as on PostgreSQL and SQLite."""
+    """A WHERE term: the column holds exactly `value`, case and trailing spaces included."""
     return ExactEquals(column, bindparam(None, value, type_=column.type))
 
 

@@ -1,7 +1,6 @@
-"""Driver errors, translated once, here, into the domain's database faults (shared/errors.py), so
-no other module knows how each dialect spells each kind of failure (docs/database.md#driver-errors
-has the table). Neither psycopg nor pyodbc is imported: errors are read by their SQLSTATE and
-their number, so a host without unixODBC can still translate PostgreSQL's."""
+"""Driver errors, translated once, here, into the domain's faults (shared/errors.py): no other
+module knows how a dialect spells a failure (docs/database.md#driver-errors). Errors are read by
+SQLSTATE and number, importing neither psycopg nor pyodbc, so a host without unixODBC works."""
 
 from __future__ import annotations
 
@@ -41,11 +40,9 @@ MSSQL_UNAVAILABLE_SQLSTATES = frozenset(
 _PG_UNAVAILABLE_SQLSTATES = frozenset({"57014", "57P01", "57P02", "57P03", "53300"})
 # An error number in a SQL Server driver message: `... (40613) (SQLDriverConnect)`.
 _MSSQL_NUMBER = re.compile(r"\((\d{1,6})\)")
-
-
-def _sqlstate(error: DBAPIError) -> str | None:
-    state = getattr(error.orig, "sqlstate", None)
-    return state if isinstance(state, str) else None
+# SQL Server's lock timeouts: the daily-limit batch's, and 1222, a row lock wait that hit
+# SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
+_MSSQL_LOCK_MARKS = (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
 
 
 def is_mssql_transient(orig: BaseException | None) -> bool:
@@ -57,49 +54,27 @@ def is_mssql_transient(orig: BaseException | None) -> bool:
     return sqlstate in MSSQL_UNAVAILABLE_SQLSTATES or bool(numbers & MSSQL_TRANSIENT_NUMBERS)
 
 
-def _lock_timeout(error: DBAPIError, dialect: str) -> bool:
-    message = str(error.orig)
-    if dialect == "postgresql":
-        return _sqlstate(error) == "55P03"
-    if dialect == "sqlite":
-        return "database is locked" in message
-    if dialect == "mssql":
-        # 1222: a row lock wait hit SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
-        return any(
-            mark in message for mark in (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
-        )
-    return False
-
-
-def _transient(error: DBAPIError, dialect: str) -> bool:
-    if dialect == "postgresql":
-        return _sqlstate(error) in {"40P01", "40001"}
-    if dialect == "mssql":
-        return "(1205)" in str(error.orig)
-    return False
-
-
-def _unavailable(error: DBAPIError, dialect: str) -> bool:
-    # Any error on a connection SQLAlchemy judged dead, a failed connect (wrapped with no
-    # statement), then the dialect's own timeouts and transient errors.
-    connecting = isinstance(error, OperationalError | InterfaceError) and error.statement is None
-    if error.connection_invalidated or connecting:
-        return True
-    if dialect == "postgresql":
-        state = _sqlstate(error) or ""
-        return state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
-    if dialect == "mssql":
-        return is_mssql_transient(error.orig)
-    return False
-
-
 def driver_fault(error: DBAPIError, dialect: str) -> type[DatabaseFault] | None:
     """The fault `error` is on `dialect`, or None for any other error."""
-    if _lock_timeout(error, dialect):
+    message, state = str(error.orig), getattr(error.orig, "sqlstate", None)
+    state = state if isinstance(state, str) else ""
+    locked = rolled_back = unavailable = False
+    if dialect == "postgresql":
+        locked, rolled_back = state == "55P03", state in {"40P01", "40001"}
+        unavailable = state in _PG_UNAVAILABLE_SQLSTATES or state.startswith("08")
+    elif dialect == "mssql":
+        locked = any(mark in message for mark in _MSSQL_LOCK_MARKS)
+        rolled_back, unavailable = "(1205)" in message, is_mssql_transient(error.orig)
+    elif dialect == "sqlite":
+        locked = "database is locked" in message
+    # On every dialect, any error on a connection SQLAlchemy judged dead, and a failed connect
+    # (wrapped with no statement), is unavailable too.
+    connecting = isinstance(error, OperationalError | InterfaceError) and error.statement is None
+    if locked:
         return LockTimeout
-    if _transient(error, dialect):
+    if rolled_back:
         return TransactionRolledBack
-    if _unavailable(error, dialect):
+    if unavailable or error.connection_invalidated or connecting:
         return DatabaseUnavailable
     return None
 
@@ -118,9 +93,8 @@ def translate_driver_error(context: ExceptionContext) -> None:
 
 @contextmanager
 def connected(engine: Engine) -> Iterator[Connection]:
-    """A connection of `engine` for one unit of work: a checkout that found no pooled connection
-    free in time is DatabaseUnavailable, and no fault carries the driver's error (its text holds
-    SQL, values, an address) into a traceback."""
+    """A connection of `engine` for one unit of work: a pool checkout that timed out is
+    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
     try:
         with engine.connect() as connection:
             yield connection

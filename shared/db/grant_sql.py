@@ -1,7 +1,6 @@
-"""Least privilege for the app's identity in its database (`azurebank db grant`,
-docs/cli.md#azurebank-db-grant says what and why): the one module holding that SQL, run in one
-transaction, creating nothing twice. An identifier cannot be bound, so names are checked and
-quoted into the text; tables are qualified by the current schema on PostgreSQL."""
+"""Least privilege for the app's identity (`azurebank db grant`: docs/cli.md#azurebank-db-grant),
+in one transaction, creating nothing twice. An identifier cannot be bound, so names are checked
+and quoted into the text; tables are qualified by the current schema on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -121,9 +120,8 @@ def _grant_postgresql(conn: Connection, principal: str, object_id: uuid.UUID | N
     if created:
         conn.exec_driver_sql(postgresql_create_role(principal))
     # Where the migrations created the tables (the same search path).
-    database, schema = conn.execute(
-        text("SELECT current_database() AS database, current_schema() AS schema")
-    ).one()
+    where = text("SELECT current_database() AS database, current_schema() AS schema")
+    database, schema = conn.execute(where).one()
     for grant in postgresql_grants(principal, database, schema):
         conn.exec_driver_sql(grant)
     return created

@@ -1,6 +1,5 @@
-"""PostgreSQL's bounds on every wait, as libpq and the server take them, set once per connection
-when it opens (docs/database.md#connections-and-their-bounds). Its own module: a host on another
-dialect never imports psycopg."""
+"""PostgreSQL's bounds on every wait (docs/database.md#connections-and-their-bounds), set once per
+connection as it opens; its own module, so a host on another dialect never imports psycopg."""
 
 from __future__ import annotations
 
@@ -27,14 +26,14 @@ def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
     # How long sent data may stay unacknowledged (with keepalives on, how long the probes run)
     # before the kernel drops the connection: the idle time plus the probes.
     user_timeout_ms = 1000 * (keepalive + KEEPALIVE_PROBES * interval)
+    # The same keepalives on the client's end and the server's, in libpq's names and the server's.
+    keepalives = {"idle": keepalive, "interval": interval, "count": KEEPALIVE_PROBES}
     server = {
         "statement_timeout": statement_ms,
         "lock_timeout": options.lock_timeout * 1000,
         # No unit of work pauses between statements for as long as one statement may run.
         "idle_in_transaction_session_timeout": statement_ms,
-        "tcp_keepalives_idle": keepalive,
-        "tcp_keepalives_interval": interval,
-        "tcp_keepalives_count": KEEPALIVE_PROBES,
+        **{f"tcp_keepalives_{name}": value for name, value in keepalives.items()},
         "tcp_user_timeout": user_timeout_ms,
     }
     ours = " ".join(f"-c {name}={value}" for name, value in server.items())
@@ -42,18 +41,15 @@ def connect_arguments(url: URL, options: EngineOptions) -> dict[str, Any]:
     return {
         "connect_timeout": options.connect_timeout,
         "keepalives": 1,
-        "keepalives_idle": keepalive,
-        "keepalives_interval": interval,
-        "keepalives_count": KEEPALIVE_PROBES,
+        **{f"keepalives_{name}": value for name, value in keepalives.items()},
         "tcp_user_timeout": user_timeout_ms,
         "options": f"{ours} {theirs}" if isinstance(theirs, str) and theirs else ours,
     }
 
 
 class BoundedConnection(psycopg.Connection[Any]):
-    """A psycopg connection that waits at most `answer_within` seconds for any answer (a
-    statement, a commit, a rollback, the pool's ping), then closes itself and raises
-    OperationalError: SQLAlchemy invalidates it and the request is 503 DATABASE_UNAVAILABLE."""
+    """A psycopg connection that waits at most `answer_within` seconds for any answer (a statement,
+    a commit, the pool's ping), then closes itself: OperationalError, 503 DATABASE_UNAVAILABLE."""
 
     answer_within: float = 16.0
 

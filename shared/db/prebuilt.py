@@ -1,6 +1,5 @@
-"""Statements built once and run many times: on the paths docs/database.md#statements-built-once
-lists, building a statement costs more client CPU than running it costs the server. Every other
-statement is built where it runs."""
+"""Statements built once and run many times, where building one costs more client CPU than running
+it costs the server (docs/database.md#statements-built-once lists them); all others are not."""
 
 from __future__ import annotations
 
@@ -13,6 +12,5 @@ T = TypeVar("T")
 
 
 def prebuilt(build: Callable[P, T]) -> Callable[P, T]:
-    """`build` called once per distinct (hashable) arguments, its statement kept and reused; at
-    most 64 argument sets are kept, the least recently used dropped."""
+    """`build`, run once per distinct (hashable) arguments; the 64 most recently used are kept."""
     return cast(Callable[P, T], functools.lru_cache(maxsize=64)(build))

@@ -1,6 +1,5 @@
 """Column types that hold money exactly and time as UTC on every dialect (docs/database.md), and
-what a string must be before SQL sees it (docs/money.md#request-bodies): no NUL, no lone
-surrogate, no longer than its column counted in UTF-16 code units, as nvarchar(n) counts."""
+what a string must be before SQL sees it (docs/money.md#request-bodies)."""
 
 from __future__ import annotations
 
@@ -15,14 +14,11 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 
 _SCALE = Decimal("10000")
 _QUANTUM = Decimal("0.0001")
-
-
-def _mssql() -> Any:
-    # SQL Server's own types, imported where a SQL Server dialect asks for them: a PostgreSQL or
-    # SQLite host never loads that dialect (~10 ms of a cold start: bench/cold_start.py).
-    from sqlalchemy.dialects import mssql
-
-    return mssql
+# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
+Str = Unicode
+# SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
+# PostgreSQL's and SQLite's default comparison of text.
+MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
 class Money(TypeDecorator[Decimal]):
@@ -33,9 +29,8 @@ class Money(TypeDecorator[Decimal]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(BigInteger())
-        return dialect.type_descriptor(Numeric(18, 4, asdecimal=True))
+        sqlite = dialect.name == "sqlite"
+        return dialect.type_descriptor(BigInteger() if sqlite else Numeric(18, 4, asdecimal=True))
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -48,15 +43,6 @@ class Money(TypeDecorator[Decimal]):
             return None
         amount = Decimal(int(value)) / _SCALE if dialect.name == "sqlite" else Decimal(value)
         return amount.quantize(_QUANTUM)
-
-
-# EF's `nvarchar(n)` on SQL Server; plain VARCHAR elsewhere.
-Str = Unicode
-
-
-# SQL Server's binary collation (docs/database.md): case-, accent- and width-sensitive, like
-# PostgreSQL's and SQLite's default comparison of text.
-MSSQL_EXACT_COLLATION = "Latin1_General_100_BIN2"
 
 
 class _OnSqlServer(TypeDecorator[Any]):
@@ -72,10 +58,13 @@ class _OnSqlServer(TypeDecorator[Any]):
         self.on_mssql, self.args, self.kwargs = on_mssql, args, kwargs
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "mssql":
-            on_mssql = getattr(_mssql(), self.on_mssql)(*self.args, **self.kwargs)
-            return dialect.type_descriptor(on_mssql)
-        return dialect.type_descriptor(self.generic)
+        if dialect.name != "mssql":
+            return dialect.type_descriptor(self.generic)
+        # Imported only here: a PostgreSQL or SQLite host never loads SQL Server's dialect (~10 ms
+        # of a cold start: bench/cold_start.py).
+        from sqlalchemy.dialects import mssql
+
+        return dialect.type_descriptor(getattr(mssql, self.on_mssql)(*self.args, **self.kwargs))
 
 
 # EF's `nvarchar(max)` and `varbinary(n)`.
@@ -84,9 +73,8 @@ Hash32 = _OnSqlServer(LargeBinary(32), "VARBINARY", 32)
 
 
 def ExactStr(length: int) -> _OnSqlServer:
-    """`Str(length)` compared exactly on every dialect: on SQL Server the column carries the
-    binary collation, so `=` and its indexes are case-sensitive there too (trailing spaces still
-    pad under every SQL Server collation: shared/db/exact.py)."""
+    """`Str(length)` compared exactly on every dialect: on SQL Server it carries the binary
+    collation, for `=` and its indexes (trailing spaces still pad there: shared/db/exact.py)."""
     return _OnSqlServer(Unicode(length), "NVARCHAR", length, collation=MSSQL_EXACT_COLLATION)
 
 
@@ -108,11 +96,8 @@ class UtcDateTime(_OnSqlServer):
             raise ValueError("UtcDateTime needs a timezone-aware datetime")
         return value.astimezone(UTC).replace(tzinfo=None)
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        instant: datetime = value.replace(tzinfo=UTC)
-        return instant
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
 
 
 def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str | None]) -> int:
@@ -124,15 +109,13 @@ def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str
 
 
 def unstorable_reason(value: str, max_length: int) -> str | None:
-    """Why `value` cannot be stored in or compared with a column of `max_length` (refused, it is
-    the caller's 400 naming its field, never a driver's 500); None when it can. The reason
-    names a rule, never the value."""
+    """Why `value` cannot be stored in or compared with a column of `max_length` (the caller's 400,
+    never a driver's 500), naming a rule, never the value; None when it can. NUL, a lone
+    surrogate and more UTF-16 code units than the column holds (as nvarchar(n) counts) cannot."""
     if "\x00" in value:
         return "must not contain NUL"
     try:
         units = len(value.encode("utf-16-le")) // 2
     except UnicodeEncodeError:
         return "must be valid Unicode text (no lone surrogates)"
-    if units > max_length:
-        return f"at most {max_length} characters"
-    return None
+    return f"at most {max_length} characters" if units > max_length else None

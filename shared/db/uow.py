@@ -1,8 +1,6 @@
 """The unit of work: one session on one connection, rolled back unless the boundary commits.
-
 Helpers take the session and never commit: a transaction that must hold a lock, a limit check
-and an audit write together is only as good as its one commit (docs/database.md#driver-errors).
-"""
+and an audit write together is only as good as its one commit (docs/database.md#driver-errors)."""
 
 from __future__ import annotations
 
@@ -30,7 +28,7 @@ SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
 def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
     """Yield a session whose work is discarded unless `commit_unit(session)` is called: a
     reading unit of work, or one whose writes need no right to write held from its start."""
-    return _unit_of_work(engine, sqlite_begin="DEFERRED", wait_seconds=None)
+    return _unit_of_work(engine, "DEFERRED", None)
 
 
 def commit_unit(
@@ -50,28 +48,22 @@ def commit_unit(
 
 @contextmanager
 def _unit_of_work(
-    engine: Engine,
-    *,
-    sqlite_begin: SqliteBegin,
-    wait_seconds: int | None,
-    server_waits: bool = True,
+    engine: Engine, sqlite_begin: SqliteBegin, wait_seconds: int | None, server_waits: bool = True
 ) -> Iterator[Session]:
-    waits = for_dialect(engine, _WAITS, what="unit of work")
+    waits, default = for_dialect(engine, _WAITS, what="unit of work"), default_lock_wait(engine)
     # Set on a server only when it differs from the connection's own (the engine's default).
-    sets_own = server_waits and waits.set_own and wait_seconds != default_lock_wait(engine)
-    own_wait = wait_seconds if sets_own else None
+    own_wait = wait_seconds if server_waits and wait_seconds != default else None
     with connected(engine) as connection:
-        if waits.before_begin:
-            waits.before_begin(connection, sqlite_begin, wait_seconds)
+        waits.before_begin(connection, sqlite_begin, wait_seconds)
         try:
             with _session_on(connection) as session:
-                if own_wait is not None and waits.set_own:
+                if own_wait is not None:
                     waits.set_own(session, own_wait)
                 yield session
         finally:
             # After the session closed (its work committed or rolled back), never inside it.
-            if own_wait is not None and waits.set_back:
-                waits.set_back(connection, default_lock_wait(engine))
+            if own_wait is not None:
+                waits.set_back(connection, default)
 
 
 def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int | None) -> None:
@@ -86,9 +78,8 @@ def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int 
 
 def _postgresql_own_wait(session: Session, seconds: int) -> None:
     # The transaction's setting: it ends with the transaction.
-    session.execute(
-        text("SELECT set_config('lock_timeout', :wait, true)"), {"wait": f"{seconds * 1000}ms"}
-    )
+    wait = {"wait": f"{seconds * 1000}ms"}
+    session.execute(text("SELECT set_config('lock_timeout', :wait, true)"), wait)
 
 
 def _mssql_own_wait(session: Session, seconds: int) -> None:
@@ -116,24 +107,15 @@ def _session_on(connection: Connection) -> Session:
 def writing_unit_of_work(
     engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
-    """A unit of work that holds the right to write from its first statement, waiting at most
-    `wait_seconds` (None: the engine's default) for it and every lock: on SQLite BEGIN IMMEDIATE,
-    so a read-then-write never meets a stale snapshot. `caller_bounds_locks`: the caller's first
-    statement sets the servers' lock wait itself (the daily-limit lock does), so only SQLite's
-    is set here."""
-    return _unit_of_work(
-        engine,
-        sqlite_begin="IMMEDIATE",
-        wait_seconds=wait_seconds,
-        server_waits=not caller_bounds_locks,
-    )
+    """A unit of work holding the right to write from its first statement (SQLite's BEGIN
+    IMMEDIATE: no read-then-write meets a stale snapshot), every wait at most `wait_seconds` (None:
+    the engine's default); with `caller_bounds_locks`, the caller's first statement sets it."""
+    return _unit_of_work(engine, "IMMEDIATE", wait_seconds, server_waits=not caller_bounds_locks)
 
 
 def one_read(engine: Engine) -> AbstractContextManager[Session]:
-    """A unit of work for ONE read statement, its own consistent snapshot on every dialect. On
-    PostgreSQL it runs outside a transaction: psycopg's BEGIN and ROLLBACK would be two more
-    round trips. ODBC and SQLite begin implicitly (and restoring SQL Server's isolation level
-    would cost one), so elsewhere it is a plain unit of work."""
+    """A unit of work for ONE read statement, its own snapshot on every dialect; on PostgreSQL
+    outside a transaction (docs/database.md#connections-and-their-bounds says why)."""
     return for_dialect(engine, _WAITS, what="unit of work").one_read(engine)
 
 
@@ -151,16 +133,20 @@ class _DialectWaits:
     `set_own` sets a lock wait other than the engine's default, `set_back` restores that default
     where the setting outlives the transaction, `one_read` opens `one_read`'s unit."""
 
-    before_begin: Callable[[Connection, SqliteBegin, int | None], None] | None
-    set_own: Callable[[Session, int], None] | None
-    set_back: Callable[[Connection, int], None] | None
+    before_begin: Callable[[Connection, SqliteBegin, int | None], None]
+    set_own: Callable[[Session, int], None]
+    set_back: Callable[[Connection, int], None]
     one_read: Callable[[Engine], AbstractContextManager[Session]]
 
 
+def _nothing(*_args: object) -> None:
+    """A step this dialect does not take."""
+
+
 _WAITS: dict[DialectName, _DialectWaits] = {
-    "sqlite": _DialectWaits(_sqlite_begin, None, None, unit_of_work),
-    "postgresql": _DialectWaits(None, _postgresql_own_wait, None, _autocommit_read),
-    "mssql": _DialectWaits(None, _mssql_own_wait, _restore_lock_waits, unit_of_work),
+    "sqlite": _DialectWaits(_sqlite_begin, _nothing, _nothing, unit_of_work),
+    "postgresql": _DialectWaits(_nothing, _postgresql_own_wait, _nothing, _autocommit_read),
+    "mssql": _DialectWaits(_nothing, _mssql_own_wait, _restore_lock_waits, unit_of_work),
 }
 
 

@@ -1,11 +1,8 @@
-"""The schema, in the .NET API's EF names (PascalCase), so a database shared with the API is the
-same database (docs/database.md). Constraint names come from one naming convention, so they are the
-same on SQL Server, PostgreSQL and SQLite and a migration can name them.
-
-Each table's class is declared in the module of its part of the bank and mapped when it is first
-named (`from shared.db.schema import Account`): a cold Functions instance whose first request
-lists accounts maps the two tables it reads, not all eight (bench/cold_start.py). What needs every
-table (the migrations, the grants) reads `metadata()`."""
+"""The schema, in the .NET API's EF names, so a database shared with the API is the same database
+(docs/database.md); constraint names come from one naming convention, the same on every dialect.
+Each table's class is mapped when it is first named (`from shared.db.schema import Account`): a
+cold instance whose first request lists accounts maps the two tables it reads, not all eight
+(bench/cold_start.py). What needs every table (the migrations, the grants) reads `metadata()`."""
 
 from __future__ import annotations
 
@@ -34,17 +31,14 @@ NAMING_CONVENTION = {
     "pk": "PK_%(table_name)s",
 }
 
-# Each table's class, by the module that declares it.
-_DECLARED_IN = {
-    "AspNetUser": "users",
-    "Account": "users",
-    "Transaction": "money",
-    "TransferAuthorization": "money",
-    "IdempotencyRecord": "money",
-    "AuditEvent": "audit",
-    "AuditChainTail": "audit",
-    "SubscriberNotice": "notices",
+# Each part of the bank's module and the tables it declares, in one order, run after run.
+_TABLES = {
+    "users": ("AspNetUser", "Account"),
+    "money": ("Transaction", "TransferAuthorization", "IdempotencyRecord"),
+    "audit": ("AuditEvent", "AuditChainTail"),
+    "notices": ("SubscriberNotice",),
 }
+_DECLARED_IN = {name: module for module, names in _TABLES.items() for name in names}
 
 
 class Base(DeclarativeBase):
@@ -53,7 +47,7 @@ class Base(DeclarativeBase):
 
 def metadata() -> MetaData:
     """Every table: read this, not `Base.metadata`, which holds only the tables mapped so far."""
-    for module in dict.fromkeys(_DECLARED_IN.values()):  # in one order, run after run
+    for module in _TABLES:
         importlib.import_module(f"{__name__}.{module}")
     return Base.metadata
 

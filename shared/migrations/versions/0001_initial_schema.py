@@ -23,9 +23,14 @@ HASH32 = sa.LargeBinary(length=32).with_variant(mssql.VARBINARY(32), "mssql")
 MONEY = sa.Numeric(precision=18, scale=4).with_variant(sa.BigInteger(), "sqlite")
 
 
+def _fk(table: str, column: str, to: str, ondelete: str | None = None) -> sa.ForeignKeyConstraint:
+    """`table`.`column` referring to `to`.Id, named as the naming convention names it."""
+    name = op.f(f"FK_{table}_{to}_{column}")
+    return sa.ForeignKeyConstraint([column], [f"{to}.Id"], name=name, ondelete=ondelete)
+
+
 def upgrade() -> None:
-    """Every table, index and constraint.
-    Longer than any other function: it is the schema's one list of DDL, a table a call."""
+    """Every table, index and constraint: long, as the schema's one list of DDL, a table a call."""
     op.create_table(
         "AspNetUsers",
         sa.Column("Id", sa.Unicode(length=450), nullable=False),
@@ -63,11 +68,9 @@ def upgrade() -> None:
     # The tail row every append locks (shared/audit/tail_sql.py): it exists before the first
     # append, so concurrent first appends never race to create it. Genesis: Sequence 0, zero hash.
     # A binary literal per dialect, so the offline script (`--sql`) renders it too.
-    genesis = {
-        "postgresql": "'\\x" + "00" * 32 + "'::bytea",
-        "mssql": "0x" + "00" * 32,
-        "sqlite": "X'" + "00" * 32 + "'",
-    }[op.get_context().dialect.name]
+    zeros = "00" * 32
+    literal = {"postgresql": f"'\\x{zeros}'::bytea", "mssql": f"0x{zeros}", "sqlite": f"X'{zeros}'"}
+    genesis = literal[op.get_context().dialect.name]
     insert_tail = 'INSERT INTO "AuditChainTail" ("Id", "LastSequence", "LastHash") VALUES (1, 0, '
     op.execute(insert_tail + genesis + ")")  # constants only: no input reaches this text
     op.create_table(
@@ -113,9 +116,7 @@ def upgrade() -> None:
         sa.Column("IsDeleted", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("CreatedAt", UTC, nullable=False),
         sa.Column("Version", sa.Integer(), server_default="1", nullable=False),
-        sa.ForeignKeyConstraint(
-            ["UserId"], ["AspNetUsers.Id"], name=op.f("FK_Accounts_AspNetUsers_UserId")
-        ),
+        _fk("Accounts", "UserId", "AspNetUsers"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Accounts")),
     )
     op.create_index(op.f("IX_Accounts_UserId"), "Accounts", ["UserId"])
@@ -140,12 +141,7 @@ def upgrade() -> None:
             ),
             name=op.f("CK_SubscriberNotices_Lease"),
         ),
-        sa.ForeignKeyConstraint(
-            ["UserId"],
-            ["AspNetUsers.Id"],
-            name=op.f("FK_SubscriberNotices_AspNetUsers_UserId"),
-            ondelete="CASCADE",
-        ),
+        _fk("SubscriberNotices", "UserId", "AspNetUsers", ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_SubscriberNotices")),
     )
     op.create_index("IX_SubscriberNotices_AuditEventId", "SubscriberNotices", ["AuditEventId"])
@@ -170,16 +166,11 @@ def upgrade() -> None:
         sa.Column("RecipientAzureTag", sa.Unicode(length=64), nullable=True),
         sa.Column("CounterpartyAccountId", sa.Uuid(), nullable=True),
         sa.Column("CreatedAt", UTC, nullable=False),
-        sa.ForeignKeyConstraint(
-            ["AccountId"], ["Accounts.Id"], name=op.f("FK_Transactions_Accounts_AccountId")
-        ),
+        _fk("Transactions", "AccountId", "Accounts"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_Transactions")),
     )
-    op.create_index(
-        "IX_Transactions_AccountId_Type_CreatedAt",
-        "Transactions",
-        ["AccountId", "Type", "CreatedAt"],
-    )
+    by_day = ["AccountId", "Type", "CreatedAt"]  # the daily sum's seek
+    op.create_index("IX_Transactions_AccountId_Type_CreatedAt", "Transactions", by_day)
 
     op.create_table(
         "TransferAuthorizations",
@@ -193,36 +184,25 @@ def upgrade() -> None:
         sa.Column("ExpiresAt", UTC, nullable=False),
         sa.Column("SpentAt", UTC, nullable=True),
         sa.Column("TransactionId", sa.Uuid(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["AccountId"],
-            ["Accounts.Id"],
-            name=op.f("FK_TransferAuthorizations_Accounts_AccountId"),
-        ),
-        sa.ForeignKeyConstraint(
-            ["UserId"],
-            ["AspNetUsers.Id"],
-            name=op.f("FK_TransferAuthorizations_AspNetUsers_UserId"),
-        ),
+        _fk("TransferAuthorizations", "AccountId", "Accounts"),
+        _fk("TransferAuthorizations", "UserId", "AspNetUsers"),
         sa.PrimaryKeyConstraint("Id", name=op.f("PK_TransferAuthorizations")),
     )
     op.create_index(op.f("IX_TransferAuthorizations_UserId"), "TransferAuthorizations", ["UserId"])
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("IX_TransferAuthorizations_UserId"), table_name="TransferAuthorizations")
-    op.drop_table("TransferAuthorizations")
-    op.drop_index("IX_Transactions_AccountId_Type_CreatedAt", table_name="Transactions")
-    op.drop_table("Transactions")
-    op.drop_index(op.f("IX_SubscriberNotices_UserId"), table_name="SubscriberNotices")
-    op.drop_index("IX_SubscriberNotices_Owed_CreatedAt", table_name="SubscriberNotices")
-    op.drop_index("IX_SubscriberNotices_LeasedBy", table_name="SubscriberNotices")
-    op.drop_index("IX_SubscriberNotices_AuditEventId", table_name="SubscriberNotices")
-    op.drop_table("SubscriberNotices")
-    op.drop_index(op.f("IX_Accounts_UserId"), table_name="Accounts")
-    op.drop_table("Accounts")
-    op.drop_table("IdempotencyRecords")
-    op.drop_index("IX_AuditEvents_ActorUserId_Event", table_name="AuditEvents")
-    op.drop_table("AuditEvents")
-    op.drop_table("AuditChainTail")
-    op.drop_index(op.f("IX_AspNetUsers_NormalizedEmail"), table_name="AspNetUsers")
-    op.drop_table("AspNetUsers")
+    # Upgrade's tables in reverse, each table's indexes (IX_<table>_<suffix>) before it.
+    for table, indexes in (
+        ("TransferAuthorizations", ["UserId"]),
+        ("Transactions", ["AccountId_Type_CreatedAt"]),
+        ("SubscriberNotices", ["UserId", "Owed_CreatedAt", "LeasedBy", "AuditEventId"]),
+        ("Accounts", ["UserId"]),
+        ("IdempotencyRecords", []),
+        ("AuditEvents", ["ActorUserId_Event"]),
+        ("AuditChainTail", []),
+        ("AspNetUsers", ["NormalizedEmail"]),
+    ):
+        for index in indexes:
+            op.drop_index(op.f(f"IX_{table}_{index}"), table_name=table)
+        op.drop_table(table)

@@ -56,17 +56,11 @@ def _mssql_collations(collation: str | None) -> None:
 
 def upgrade() -> None:
     with op.batch_alter_table("AspNetUsers", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column(
-                "NormalizedAzureTag",
-                sa.Unicode(length=64),
-                sa.Computed(sa.func.upper(sa.column("AzureTag")), persisted=True),
-                nullable=True,
-            )
-        )
-        batch_op.create_unique_constraint(
-            op.f("UQ_AspNetUsers_NormalizedAzureTag"), ["NormalizedAzureTag"]
-        )
+        upper_tag = sa.Computed(sa.func.upper(sa.column("AzureTag")), persisted=True)
+        tag = sa.Column("NormalizedAzureTag", sa.Unicode(length=64), upper_tag, nullable=True)
+        batch_op.add_column(tag)
+        unique_tag = op.f("UQ_AspNetUsers_NormalizedAzureTag")
+        batch_op.create_unique_constraint(unique_tag, ["NormalizedAzureTag"])
     if op.get_context().dialect.name == "mssql":
         _mssql_collations(BIN2)
 
