@@ -97,11 +97,7 @@ def _plain(value: object) -> object:
 
 def print_report(as_json: bool, document: Mapping[str, Any], lines: Iterable[str]) -> None:
     """`--json`: the document, one JSON object on stdout; otherwise the report's text lines."""
-    if as_json:
-        print(json.dumps(document))
-    else:
-        for line in lines:
-            print(line)
+    print(json.dumps(document) if as_json else "\n".join(lines))
 
 
 def fail(code: int, message: str) -> int:
