@@ -98,7 +98,12 @@ def _smoke(args: argparse.Namespace) -> int:
     anonymous_checks(journey)
     if args.user is not None:
         assert pin is not None
-        money_journey(journey, Payment(args.payee, pin, args.amount, args.account))
+        try:
+            _pay(journey, args.payee, pin, args.amount, args.account)
+        except _Blocked as blocked:
+            (step,) = blocked.args
+            for name in MONEY_STEPS[MONEY_STEPS.index(step) + 1 :]:
+                journey.steps.append(Step(name, False, "not run", "", f"{step} did not hold"))
     document = {"ok": journey.ok(), "steps": [asdict(s) for s in journey.steps]}
     print_report(args.json, document, _lines(journey.steps))
     return exits.OK if journey.ok() else exits.FAILURE
@@ -147,8 +152,12 @@ class Answer:
         return code if isinstance(code, str) else None
 
     def shown(self) -> str:
+        """`201`, or `422 DAILY_LIMIT_EXCEEDED` when the body names an errorCode."""
         code = self.error_code()
-        return f"{self.status} {code}" if code else str(self.status)
+        return str(self.status) if code is None else f"{self.status} {code}"
+
+
+Holds = Callable[[Answer], str]  # what did not hold, or "" when all did
 
 
 @dataclass(frozen=True)
@@ -202,30 +211,21 @@ class Journey:
             return Answer(response.status, response.read(), lowered)
 
     def check(
-        self,
-        name: str,
-        expected: int,
-        request: Request,
-        holds: Callable[[Answer], str] = lambda _a: "",
-        *,
-        expected_code: str | None = None,
+        self, name: str, expected: str, request: Request, holds: Holds = lambda _a: ""
     ) -> Answer | None:
-        """One request: it holds on the expected status (and errorCode) if `holds` returns ""."""
-        want = f"{expected} {expected_code}" if expected_code else str(expected)
+        """One request: it holds when it answers as `expected` shows and `holds` returns ""."""
         try:
             answer = self.send(request)
         except (OSError, ValueError) as exc:  # URLError is an OSError; a bad URL a ValueError
-            self.steps.append(Step(name, False, f"no answer ({type(exc).__name__})", want))
+            self.steps.append(Step(name, False, f"no answer ({type(exc).__name__})", expected))
             return None
-        right = answer.status == expected and answer.error_code() == expected_code
+        right = answer.shown() == expected
         why = holds(answer) if right else ""
         ok = right and not why
-        self.steps.append(Step(name, ok, answer.shown(), want, why))
+        self.steps.append(Step(name, ok, answer.shown(), expected, why))
         return answer if ok else None
 
-    def need(
-        self, name: str, expected: int, request: Request, holds: Callable[[Answer], str]
-    ) -> Answer:
+    def need(self, name: str, expected: str, request: Request, holds: Holds) -> Answer:
         """`check` a step the later ones need; raises _Blocked when it does not hold."""
         answer = self.check(name, expected, request, holds)
         if answer is None:
@@ -233,21 +233,21 @@ class Journey:
         return answer
 
 
-def _has(name: str) -> Callable[[Answer], str]:
+def _has(name: str) -> Holds:
     return lambda answer: "" if answer.get(name) else f"no {name}"
 
 
-def _equals(name: str, value: str, problem: str) -> Callable[[Answer], str]:
+def _equals(name: str, value: str, problem: str) -> Holds:
     return lambda answer: "" if answer.get(name) == value else problem
 
 
 def anonymous_checks(journey: Journey) -> None:
     """Liveness, readiness and the API document: no key or token needed."""
     status_ok = _equals("status", "ok", "the body's status is not ok")
-    journey.check("health", 200, Request("GET", "/api/health", authorized=False), status_ok)
-    journey.check("ready", 200, Request("GET", "/api/health/ready", authorized=False), status_ok)
+    journey.check("health", "200", Request("GET", "/api/health", authorized=False), status_ok)
+    journey.check("ready", "200", Request("GET", "/api/health/ready", authorized=False), status_ok)
 
-    def is_the_api(answer: Answer) -> str:
+    def is_api(answer: Answer) -> str:
         version, paths = answer.get("openapi"), answer.get("paths")
         if not (isinstance(version, str) and version.startswith("3.")):
             return "not an OpenAPI 3 document"
@@ -255,55 +255,37 @@ def anonymous_checks(journey: Journey) -> None:
             return "the document has no /api/transactions/transfer"
         return ""
 
-    journey.check("openapi", 200, Request("GET", "/api/openapi.json", authorized=False), is_the_api)
+    journey.check("openapi", "200", Request("GET", "/api/openapi.json", authorized=False), is_api)
 
 
-@dataclass(frozen=True)
-class Payment:
-    payee: str  # the payee's AzureTag
-    pin: str
-    amount: Decimal
-    account: str | None  # None: the caller's first open account
-
-
-def money_journey(journey: Journey, payment: Payment) -> None:
+def _pay(journey: Journey, payee: str, pin: str, amount: Decimal, account: str | None) -> None:
     """The quick start's journey (docs/quickstart.md), step by step as MONEY_STEPS names them."""
-    try:
-        _pay(journey, payment)
-    except _Blocked as blocked:
-        (step,) = blocked.args
-        for name in MONEY_STEPS[MONEY_STEPS.index(step) + 1 :]:
-            journey.steps.append(Step(name, False, "not run", "", f"{step} did not hold"))
-
-
-def _pay(journey: Journey, payment: Payment) -> None:
-    pin = payment.pin
     body = {
-        "accountId": payment.account or _first_open_account(journey),
-        "recipientAzureTag": payment.payee,
-        "amount": payment.amount,
+        "accountId": account or _first_open_account(journey),
+        "recipientAzureTag": payee,
+        "amount": amount,
     }
     # A change to the same PIN: it proves the PIN and writes its audit row and owed notice, as
     # the quick start's change does, and leaves the PIN the operator knows.
     change = Request("PUT", "/api/pin", {"currentPin": pin, "newPin": pin})
-    journey.check("pin", 200, change, _equals("status", "PinChanged", "not PinChanged"))
+    journey.check("pin", "200", change, _equals("status", "PinChanged", "not PinChanged"))
     mint = Request("POST", MINT, {**body, "pin": pin})
-    minted = journey.need("mint", 201, mint, _has("authorizationId"))
+    minted = journey.need("mint", "201", mint, _has("authorizationId"))
     transfer = {**body, "authorizationId": str(minted.get("authorizationId"))}
     key = {"Idempotency-Key": f"smoke-{uuid.uuid4().hex}"}
     send = Request("POST", "/api/transactions/transfer", transfer, key)
-    spent = journey.need("transfer", 201, send, _has("transactionId"))
+    spent = journey.need("transfer", "201", send, _has("transactionId"))
 
     def same_answer(answer: Answer) -> str:
         if answer.headers.get("idempotency-replayed") != "true":
             return "no Idempotency-Replayed: true"
         return "" if answer.body == spent.body else "not the first answer byte for byte"
 
-    journey.check("replay", 201, send, same_answer)
-    remaining = _allowance(journey, payment.amount)
+    journey.check("replay", "201", send, same_answer)
+    remaining = _allowance(journey, amount)
     # One cent over what is left of the day: refused before the PIN is checked (ADR-0050 D4.1).
     over = Request("POST", MINT, {**body, "amount": remaining + CENT, "pin": pin})
-    journey.check("limit", 422, over, expected_code="DAILY_LIMIT_EXCEEDED")
+    journey.check("limit", "422 DAILY_LIMIT_EXCEEDED", over)
 
 
 def _first_open_account(journey: Journey) -> str:
@@ -312,7 +294,7 @@ def _first_open_account(journey: Journey) -> str:
         rows = document if isinstance(document, list) else []
         return "" if any(not r.get("closed") for r in rows) else "the caller has no open account"
 
-    answer = journey.need("accounts", 200, Request("GET", "/api/accounts"), has_open)
+    answer = journey.need("accounts", "200", Request("GET", "/api/accounts"), has_open)
     return str(next(r["id"] for r in answer.json() if not r.get("closed")))
 
 
@@ -327,5 +309,6 @@ def _allowance(journey: Journey, spent: Decimal) -> Decimal:
             return "used is less than the transfer just made"
         return "" if remaining == max(0, limit - used) else "remaining is not limit − used"
 
-    answer = journey.need("allowance", 200, Request("GET", "/api/transactions/allowance"), adds_up)
+    read = Request("GET", "/api/transactions/allowance")
+    answer = journey.need("allowance", "200", read, adds_up)
     return Decimal(answer.get("remaining"))
