@@ -23,8 +23,7 @@ WRONG_KEY_HINT = (
 def register(sub: Any) -> None:
     audit = commands(sub, "audit", "the HMAC-chained audit log")
     walk = "walk the chain in Sequence order; name each broken row (exit 0 intact, 1 broken)"
-    verify = command(audit, "verify", _verify, help=walk)
-    verify.add_argument("--json", action="store_true", help="print one JSON document")
+    command(audit, "verify", _verify, with_json=True, help=walk)
 
 
 def _progress(rows: int) -> None:

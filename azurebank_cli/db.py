@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
     db = commands(sub, "db", "the database schema")
     command(db, "upgrade", _upgrade, help="run the migrations to head on Database__Url")
     what = "create the app identity's database user and grant it the app's tables (no DDL)"
-    grant = command(db, "grant", _grant, help=what)
+    grant = command(db, "grant", _grant, with_json=True, help=what)
     grant.add_argument(
         "--principal",
         type=checked(
@@ -40,7 +40,6 @@ def register(sub: Any) -> None:
         help="SQL Server only: the identity's principal (object) id, so the server binds the "
         "user to it without a directory look-up",
     )
-    grant.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
 def _upgrade(args: argparse.Namespace) -> int:

@@ -23,20 +23,19 @@ from shared.settings import load_settings, require_host
 
 
 def register(sub: Any) -> None:
-    notify = command(
+    command(
         sub,
         "notify",
         _notify,
+        with_json=True,
         help="deliver owed notices under the verb's own lease (ADR-0048 D5)",
         description="Deliver owed notices into Notices__PickupDirectory or "
         "Notices__PickupContainer. Exit 0 delivered; 2 nothing to do (the line says which "
         "reading); 6 a refused file; 1 another failure left rows owed; 78 settings refused.",
     )
-    notify.add_argument("--json", action="store_true", help="one JSON object on stdout")
     notices = commands(sub, "notices", "owed security notices (ADR-0048)")
     what = "owed rows, who holds what until when, the oldest owed row's age"
-    status = command(notices, "status", _status, help=what)
-    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    command(notices, "status", _status, with_json=True, help=what)
 
 
 def _notify(args: argparse.Namespace) -> int:

@@ -18,10 +18,12 @@ T = TypeVar("T")
 Run = Callable[[argparse.Namespace], int]
 
 
-def command(sub: Any, name: str, run: Run, **options: Any) -> Any:
-    """Add the command `name`, which `run` runs; `options` are add_parser's."""
+def command(sub: Any, name: str, run: Run, with_json: bool = False, **options: Any) -> Any:
+    """Add the command `name` that `run` runs, with --json if asked; `options` are add_parser's."""
     parser = sub.add_parser(name, **options)
     parser.set_defaults(run=run)
+    if with_json:
+        parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     return parser
 
 

@@ -44,7 +44,7 @@ def _base_url(text: str) -> str:
 
 def register(sub: Any) -> None:
     what = "check a running instance: health, readiness, the API, the money journey"
-    smoke = command(sub, "smoke", _smoke, help=what)
+    smoke = command(sub, "smoke", _smoke, with_json=True, help=what)
     smoke.add_argument("--base-url", type=_base_url, required=True, help="the app's root URL")
     smoke.add_argument(
         "--function-key", help=f"the Functions host's key (default ${FUNCTION_KEY_VARIABLE})"
@@ -74,7 +74,6 @@ def register(sub: Any) -> None:
         default=30.0,
         help="seconds per request (default 30)",
     )
-    smoke.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
 def _smoke(args: argparse.Namespace) -> int:
