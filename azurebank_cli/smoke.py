@@ -146,14 +146,10 @@ class Answer:
         document = self.json()
         return document.get(name) if isinstance(document, dict) else None
 
-    def error_code(self) -> str | None:
-        code = self.get("errorCode")
-        return code if isinstance(code, str) else None
-
     def shown(self) -> str:
         """`201`, or `422 DAILY_LIMIT_EXCEEDED` when the body names an errorCode."""
-        code = self.error_code()
-        return str(self.status) if code is None else f"{self.status} {code}"
+        code = self.get("errorCode")
+        return f"{self.status} {code}" if isinstance(code, str) else str(self.status)
 
 
 Holds = Callable[[Answer], str]  # what did not hold, or "" when all did
