@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from azurebank_cli import exits
@@ -34,11 +32,14 @@ def _serve(args: argparse.Namespace) -> int:
     from api_funcs.served import build_served_app
 
     app = build_served_app(load_settings())
+    # SIGTERM and SIGINT end `serve` with exit 0 once uvicorn has shut down cleanly: uvicorn
+    # restores the handlers it found and raises the signal again, so with the defaults SIGTERM
+    # would kill the process (exit 143) after the clean shutdown. These do nothing.
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         # access_log=False: uvicorn's line writes the query string (a token can ride in it);
         # the app's AccessLog writes method, path, status and duration instead.
-        with _stop_signals_end_cleanly():
-            uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     except SystemExit as exc:
         # uvicorn exits 3 when it cannot bind or start; 3 is no code of ours (docs/cli.md).
         if exc.code not in (None, 0):
@@ -47,17 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
                 f"azurebank serve: could not serve on {args.host}:{args.port} (see the line "
                 "above). Fix: free the port, or pass --host/--port.",
             )
-    return exits.OK
-
-
-@contextmanager
-def _stop_signals_end_cleanly() -> Iterator[None]:
-    """SIGTERM and SIGINT end `serve` with exit 0 once uvicorn has shut down cleanly: uvicorn
-    restores the handlers it found and raises the signal again, so with the defaults SIGTERM
-    would kill the process (exit 143) after the clean shutdown. These do nothing."""
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return exits.OK
