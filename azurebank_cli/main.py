@@ -43,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, TokenSigningUnavailable) as exc:  # this host cannot mint tokens
         return fail(exits.CONFIG, str(exc))
     except (DatabaseFault, SQLAlchemyError) as exc:
-        # A fault or an unmigrated database: the driver error's type only (its message can carry
-        # the host or the SQL), and no traceback (docs/cli.md).
+        # The driver error's type only (its message can carry the host or the SQL), no traceback.
         return fail(
             exits.FAILURE,
             f"azurebank {args.command}: the database failed ({driver_error_name(exc)}). Fix: check "

@@ -73,8 +73,7 @@ user_id = checked(
 
 
 def shows_progress() -> bool:
-    """Only when both stdout and stderr are a terminal: output piped (`| tee run.log`) shows no
-    progress even though stderr is still the operator's terminal (docs/cli.md)."""
+    """Both stdout and stderr a terminal: piped output (`| tee run.log`) shows no progress."""
     return sys.stdout.isatty() and sys.stderr.isatty()
 
 

@@ -103,9 +103,10 @@ def _smoke(args: argparse.Namespace) -> int:
             (step,) = blocked.args
             for name in MONEY_STEPS[MONEY_STEPS.index(step) + 1 :]:
                 journey.steps.append(Step(name, False, "not run", "", f"{step} did not hold"))
-    document = {"ok": journey.ok(), "steps": [asdict(s) for s in journey.steps]}
+    ok = all(step.ok for step in journey.steps)
+    document = {"ok": ok, "steps": [asdict(s) for s in journey.steps]}
     print_report(args.json, document, _lines(journey.steps))
-    return exits.OK if journey.ok() else exits.FAILURE
+    return exits.OK if ok else exits.FAILURE
 
 
 def _lines(steps: list[Step]) -> Iterator[str]:
@@ -177,9 +178,6 @@ class Journey:
     token: str | None
     timeout: float
     steps: list[Step] = field(default_factory=list)
-
-    def ok(self) -> bool:
-        return all(step.ok for step in self.steps)
 
     def send(self, request: Request) -> Answer:
         headers = {"Accept": "application/json", **request.headers}
