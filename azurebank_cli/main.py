@@ -27,17 +27,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(exits.USAGE, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = _Parser(prog="azurebank", description="AzureBank Functions: operator tools.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in COMMAND_MODULES:
         module.register(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)
+    args = parser.parse_args(argv)
     try:
         return int(args.run(args))
     except (SettingsError, TokenSigningUnavailable) as exc:  # this host cannot mint tokens
