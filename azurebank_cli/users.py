@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from azurebank_cli import exits
@@ -25,10 +25,7 @@ MAX_PASSWORD = 1024
 
 
 def _amount(text: str) -> Decimal:
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise argparse.ArgumentTypeError("must be a number, e.g. 250.00") from None
+    value = checked(Decimal, "must be a number, e.g. 250.00")(text)
     # Compared before quantize: 1e400 would raise InvalidOperation there.
     if not value.is_finite() or not 0 <= value <= MAX_BALANCE:
         raise argparse.ArgumentTypeError(f"must be from 0 to {MAX_BALANCE}")
