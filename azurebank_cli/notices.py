@@ -56,10 +56,8 @@ def _notify(args: argparse.Namespace) -> int:
 
 
 def _progress(sweeps: int, summary: NoticeSweepSummary, delivered: int) -> None:
-    print(
-        f"notify: sweep {sweeps}: claimed {summary.claimed}, delivered {delivered} so far",
-        file=sys.stderr,
-    )
+    line = f"notify: sweep {sweeps}: claimed {summary.claimed}, delivered {delivered} so far"
+    print(line, file=sys.stderr)
 
 
 def _holder_text(holder: LeaseHolder) -> str:
