@@ -33,7 +33,10 @@ MONEY_STEPS = ("accounts", "pin", "mint", "transfer", "replay", "allowance", "li
 
 
 def _base_url(text: str) -> str:
-    parts = urlsplit(text.strip())
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:  # an unclosed IPv6 bracket
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(
             "must be an http(s) URL, e.g. https://APP.azurewebsites.net"

@@ -115,3 +115,13 @@ def test_a_whole_number_option_takes_ascii_digits_only_and_names_its_range(
         main(_argv(accounts=value))
     assert exited.value.code == exits.USAGE
     assert "argument --accounts: must be a whole number from 1 to 100" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", ["http://[", "http://[::1", "ftp://app.example", "app.example"])
+def test_smoke_refuses_a_base_url_that_is_not_an_http_url_naming_the_form(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["smoke", "--base-url", url])
+    assert exited.value.code == exits.USAGE
+    assert "argument --base-url: must be an http(s) URL" in capsys.readouterr().err
