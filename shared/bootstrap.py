@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 
     from shared.audit.chain import AuditAppender, AuditChain
     from shared.identity.pin_service import PinChanges
-    from shared.identity.pins import PinVerifier
     from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.mint import TransferMint
+    from shared.money.ports import PinCheck
     from shared.money.rails import AccountRails
     from shared.money.transfer_write_sql import TransferWriter
     from shared.money.transfers import TransferService
@@ -93,10 +93,10 @@ class Services:
         return DailyOutflowLimit(self.settings.DailyLimit.Amount, self.clock)
 
     @functools.cached_property
-    def pins(self) -> PinVerifier:
-        from shared.identity.pins import PinVerifier
+    def pins(self) -> PinCheck:
+        from shared.identity.pins import verify_pin
 
-        return PinVerifier(self.engine, self.clock, self.settings.Pin)
+        return functools.partial(verify_pin, self.engine, self.clock, self.settings.Pin)
 
     @functools.cached_property
     def pin_changes(self) -> PinChanges:
