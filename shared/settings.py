@@ -2,8 +2,7 @@
 field's `Rule` states what its key accepts, `check_host` what each host needs (ADR-0048 D6), and
 every error names the key as an operator spells it and its fix (docs/settings.md). Not pydantic,
 and each class has a docstring and no `__repr__`/`__eq__`: the worker checks the settings while
-it indexes (bench/README.md), and nothing prints a secret.
-"""
+it indexes (bench/README.md), and nothing prints a secret."""
 
 from __future__ import annotations
 
