@@ -135,8 +135,7 @@ class Services:
 
         # ADR-0048 D6: the pickup is probed only where the host delivers; either transport can.
         pickup = None if self.sweep is None else cast("ProbedTarget", self.sweep.transport)
-        timeout = self.settings.Health.ReadyTimeoutSeconds
-        return Readiness(self.engine, pickup=pickup, timeout_seconds=timeout)
+        return Readiness(self.engine, pickup, self.settings.Health.ReadyTimeoutSeconds)
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""

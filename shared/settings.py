@@ -367,22 +367,21 @@ def _value(rule: Rule, raw: str) -> Any:
     return value
 
 
-# `backend[+driver]://`, read without SQLAlchemy, which costs a cold instance's indexing ~0.2 s
-# (bench/cold_start.py); the port as make_url reads it, so a URL it would refuse is refused here.
-_URL_NAME = re.compile(r"([\w+]+)://")
-_URL_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
+# `backend[+driver]://` and the port as make_url reads them, so a URL it would refuse is refused
+# here without SQLAlchemy, which costs a cold instance's indexing ~0.2 s (bench/cold_start.py).
+_URL = re.compile(r"([\w+]+)://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
 
 
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
     if url is not None:
-        found, port = _URL_NAME.match(url), _URL_PORT.match(url)
+        found = _URL.match(url)
         if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
             problems.append(
                 refusal("Database__Url", "not a SQLAlchemy URL for sqlite, postgresql or mssql")
             )
-        elif port is not None and port.group(1) and not port.group(1).isdigit():
+        elif found.group(2) and not found.group(2).isdigit():
             # The URL itself is never echoed: it may hold a password.
             problems.append(refusal("Database__Url", "its port is not a number"))
     # A lock wait must run out before its statement's does, or a lock held by a dead session
