@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, cast
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedRelay, make_runner_name, runner_kind
 from shared.settings import (
+    CONTACT_MISSING,
     HostedKind,
     Settings,
     SettingsError,
     is_named,
-    notice_contact,
     pickup_target_problem,
     refusal,
     require_host,
@@ -172,12 +172,14 @@ def bootstrap(
         from shared.notices.delivery import NoticeDeliveryRun
         from shared.notices.sweep import NoticeSweep
 
+        n = settings.Notices
+        if not n.Contact:  # every notice names it
+            raise SettingsError([CONTACT_MISSING])
         # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
-        n, contact = settings.Notices, notice_contact(settings)
         lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
         claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
         transport = transport or notice_transport(settings)
-        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=n.Contact)
         # The hosted runners' lease, the verb's and this sweep's all write into one target.
         leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
         sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)

@@ -471,10 +471,3 @@ def pickup_target_problem(settings: Settings) -> str | None:
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
         return refusal("NoticesStorage", "Notices__PickupContainer is set but no storage is named")
     return None
-
-
-def notice_contact(settings: Settings) -> str:
-    """SettingsError while Notices__Contact, which every notice names, is unset."""
-    if not settings.Notices.Contact:
-        raise SettingsError([CONTACT_MISSING])
-    return settings.Notices.Contact
