@@ -3,12 +3,9 @@ function_app.py's Host when `Notices__Runner=Function`, nothing otherwise."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import azure.functions as func
 
-if TYPE_CHECKING:
-    from shared.bootstrap import Host
+from shared.bootstrap import Host
 
 
 def blueprint(host: Host) -> func.Blueprint:

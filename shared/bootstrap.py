@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, cast
 from shared.clock import Clock, SystemClock
 from shared.notices.hosted import HostedRelay, make_runner_name, runner_kind
 from shared.settings import (
+    CONTACT_MISSING,
     HostedKind,
     Settings,
     SettingsError,
     is_named,
-    notice_contact,
     pickup_target_problem,
     refusal,
     require_host,
@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 
     from shared.audit.chain import AuditAppender, AuditChain
     from shared.identity.pin_service import PinChanges
-    from shared.identity.pins import PinVerifier
     from shared.identity.tokens import TokenVerifier
     from shared.money.applock_sql import DailyLimitLock
     from shared.money.daily_limit import DailyOutflowLimit
     from shared.money.mint import TransferMint
+    from shared.money.ports import PinCheck
     from shared.money.rails import AccountRails
     from shared.money.transfer_write_sql import TransferWriter
     from shared.money.transfers import TransferService
@@ -93,10 +93,10 @@ class Services:
         return DailyOutflowLimit(self.settings.DailyLimit.Amount, self.clock)
 
     @functools.cached_property
-    def pins(self) -> PinVerifier:
-        from shared.identity.pins import PinVerifier
+    def pins(self) -> PinCheck:
+        from shared.identity.pins import verify_pin
 
-        return PinVerifier(self.engine, self.clock, self.settings.Pin)
+        return functools.partial(verify_pin, self.engine, self.clock, self.settings.Pin)
 
     @functools.cached_property
     def pin_changes(self) -> PinChanges:
@@ -135,8 +135,7 @@ class Services:
 
         # ADR-0048 D6: the pickup is probed only where the host delivers; either transport can.
         pickup = None if self.sweep is None else cast("ProbedTarget", self.sweep.transport)
-        timeout = self.settings.Health.ReadyTimeoutSeconds
-        return Readiness(self.engine, pickup=pickup, timeout_seconds=timeout)
+        return Readiness(self.engine, pickup, self.settings.Health.ReadyTimeoutSeconds)
 
     def require_audit_chain(self) -> AuditChain:
         """The chain under Audit__ChainKey; SettingsError naming the key while it is unset."""
@@ -173,12 +172,14 @@ def bootstrap(
         from shared.notices.delivery import NoticeDeliveryRun
         from shared.notices.sweep import NoticeSweep
 
+        n = settings.Notices
+        if not n.Contact:  # every notice names it
+            raise SettingsError([CONTACT_MISSING])
         # The verb's two-minute lease for a `verb/…` name (ADR-0048 D5), the host's otherwise.
-        n, contact = settings.Notices, notice_contact(settings)
         lease = VERB_LEASE_SECONDS if runner_kind(runner) == "verb" else n.LeaseSeconds
         claim = claim or NoticeClaim(runner, lease_seconds=lease, batch_size=n.BatchSize)
         transport = transport or notice_transport(settings)
-        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=contact)
+        delivery = NoticeDeliveryRun(engine, clock, transport, claim, contact=n.Contact)
         # The hosted runners' lease, the verb's and this sweep's all write into one target.
         leftover = timedelta(seconds=max(lease, n.LeaseSeconds, VERB_LEASE_SECONDS))
         sweep = NoticeSweep(engine, clock, claim, delivery, leftover_age=leftover)

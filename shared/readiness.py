@@ -120,7 +120,8 @@ class Readiness:
         return ReadinessReport(checks)
 
     def _database_checks(self) -> dict[str, CheckState]:
-        checks: dict[str, CheckState] = {}
+        # Each is failing until it holds: nothing can be vouched for when the database is out.
+        checks = dict.fromkeys(_DATABASE_CHECKS, CheckState.FAILING)
         try:
             with self._engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
@@ -130,8 +131,6 @@ class Readiness:
                 checks["auditChain"] = _state("auditChain", lambda: _tail_present(conn))
         except Exception as exc:
             log.warning("Readiness: database failing (%s)", type(exc).__name__)
-            # Nothing about the database can be vouched for when it cannot be reached.
-            checks = {**dict.fromkeys(_DATABASE_CHECKS, CheckState.FAILING), **checks}
             checks["database"] = CheckState.FAILING
         return checks
 

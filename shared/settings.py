@@ -2,8 +2,7 @@
 field's `Rule` states what its key accepts, `check_host` what each host needs (ADR-0048 D6), and
 every error names the key as an operator spells it and its fix (docs/settings.md). Not pydantic,
 and each class has a docstring and no `__repr__`/`__eq__`: the worker checks the settings while
-it indexes (bench/README.md), and nothing prints a secret.
-"""
+it indexes (bench/README.md), and nothing prints a secret."""
 
 from __future__ import annotations
 
@@ -74,10 +73,6 @@ class _Refused(ValueError):
     """A setting's text cannot be its value; the message is what the operator reads."""
 
 
-def setting(default: Any, rule: Rule) -> Any:
-    return field(default=default, metadata={"rule": rule})
-
-
 def _whole(text: str) -> int:
     # ASCII digits only, and few enough that int() never meets its own digit limit.
     if not re.fullmatch(r"[+-]?[0-9]{1,100}", text.strip()):
@@ -124,22 +119,16 @@ def _chain_key(text: str) -> str:
     return text
 
 
-def parsed(
-    default: Any, parse: Callable[[str], Any], *, blank: Any = _PARSED, secret: bool = False
-) -> Any:
-    return setting(default, Rule(parse, blank=blank, secret=secret))
-
-
-def amount(default: str, above: int, below: Decimal, places: int) -> Any:
-    return setting(Decimal(default), Rule(_amount, Decimal(above), below, places))
+def setting(default: Any, parse: Callable[[str], Any], **rule: Any) -> Any:
+    return field(default=default, metadata={"rule": Rule(parse, **rule)})
 
 
 def whole(default: int, low: int, high: int) -> Any:
-    return setting(default, Rule(_whole, low, high))
+    return setting(default, _whole, low=low, high=high)
 
 
 def text(*, blank_is_unset: bool = False, secret: bool = False) -> Any:
-    return parsed(None, str, blank=None if blank_is_unset else _PARSED, secret=secret)
+    return setting(None, str, blank=None if blank_is_unset else _PARSED, secret=secret)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -169,14 +158,14 @@ class HealthSettings:
 class NoticesSettings:
     """`Notices__*`: who delivers owed notices, where, and at what pace (ADR-0048)."""
 
-    Runner: NoticeRunner = parsed(NoticeRunner.NONE, _runner)  # noqa: RUF009 - a field()
+    Runner: NoticeRunner = setting(NoticeRunner.NONE, _runner)  # noqa: RUF009 - a field()
     PickupDirectory: str | None = text(blank_is_unset=True)
     PickupContainer: str | None = text(blank_is_unset=True)
     Contact: str | None = text(blank_is_unset=True)
     PeriodSeconds: int = whole(15, 1, 3600)
     LeaseSeconds: int = whole(120, 2, 86400)
     BatchSize: int = whole(100, 1, 1000)
-    Schedule: str = parsed(DEFAULT_SCHEDULE, str)
+    Schedule: str = setting(DEFAULT_SCHEDULE, str)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -191,7 +180,9 @@ class NoticesStorageSettings:
 class DailyLimitSettings:
     """`DailyLimit__*`: the per-user UTC-day limit and its lock's wait (ADR-0050)."""
 
-    Amount: Decimal = amount("5000", 0, MONEY_MAX, places=2)  # noqa: RUF009 - a field()
+    Amount: Decimal = setting(  # noqa: RUF009 - a field()
+        Decimal(5000), _amount, low=Decimal(0), high=MONEY_MAX, places=2
+    )
     LockTimeoutSeconds: int = whole(10, 1, 29)
 
 
@@ -209,7 +200,7 @@ class AuthSettings:
 class AuditSettings:
     """`Audit__*`: the audit chain's key."""
 
-    ChainKey: str | None = parsed(None, _chain_key, blank=None, secret=True)
+    ChainKey: str | None = setting(None, _chain_key, blank=None, secret=True)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -232,7 +223,7 @@ class TransfersSettings:
 class ApiDocsSettings:
     """The API page (`GET /api/docs`); unset: on under `serve`, off under the Functions host."""
 
-    Enabled: bool | None = parsed(None, _flag, blank=None)
+    Enabled: bool | None = setting(None, _flag, blank=None)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -350,10 +341,9 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             except _Refused as refused:
                 shown = "" if rule.secret else f" (got {raw!r})"
                 problems.append(refusal(f"{section}__{name}", f"{refused}{shown}"))
-    if problems:
-        raise SettingsError(problems)
-    settings = Settings(**{name: _SECTION_TYPES[name](**kw) for name, kw in values.items()})
-    problems = _cross_field_problems(settings)
+    if not problems:
+        settings = Settings(**{name: _SECTION_TYPES[name](**kw) for name, kw in values.items()})
+        problems = _cross_field_problems(settings)
     if problems:
         raise SettingsError(problems)
     return settings
@@ -363,38 +353,35 @@ def _value(rule: Rule, raw: str) -> Any:
     if rule.blank is not _PARSED and not raw.strip():
         return rule.blank
     value = rule.parse(raw)
-    if rule.places is None:  # a whole number, its bounds inclusive
-        if rule.low is not None and value < rule.low:
-            raise _Refused(f"Input should be greater than or equal to {rule.low}")
-        if rule.high is not None and value > rule.high:
-            raise _Refused(f"Input should be less than or equal to {rule.high}")
+    # A whole number's bounds are inclusive, an amount's exclusive.
+    inclusive, equal = (True, " or equal to") if rule.places is None else (False, "")
+    if rule.low is not None and (value < rule.low or (value == rule.low and not inclusive)):
+        raise _Refused(f"Input should be greater than{equal} {rule.low}")
+    if rule.high is not None and (value > rule.high or (value == rule.high and not inclusive)):
+        raise _Refused(f"Input should be less than{equal} {rule.high}")
+    if rule.places is None:
         return value
-    if rule.low is not None and value <= rule.low:
-        raise _Refused(f"Input should be greater than {rule.low}")
-    if rule.high is not None and value >= rule.high:
-        raise _Refused(f"Input should be less than {rule.high}")
     exponent = value.normalize().as_tuple().exponent
     if isinstance(exponent, int) and -exponent > rule.places:
         raise _Refused(f"Decimal input should have no more than {rule.places} decimal places")
     return value
 
 
-# `backend[+driver]://`, read without SQLAlchemy, which costs a cold instance's indexing ~0.2 s
-# (bench/cold_start.py); the port as make_url reads it, so a URL it would refuse is refused here.
-_URL_NAME = re.compile(r"([\w+]+)://")
-_URL_PORT = re.compile(r"[\w+]+://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
+# `backend[+driver]://` and the port as make_url reads them, so a URL it would refuse is refused
+# here without SQLAlchemy, which costs a cold instance's indexing ~0.2 s (bench/cold_start.py).
+_URL = re.compile(r"([\w+]+)://(?:[^:/]*(?::[^@]*)?@)?(?:\[[^/?]+\]|[^/:?]+)?(?::([^/?]*))?")
 
 
 def _cross_field_problems(s: Settings) -> list[str]:
     problems: list[str] = []
     url = s.Database.Url
     if url is not None:
-        found, port = _URL_NAME.match(url), _URL_PORT.match(url)
+        found = _URL.match(url)
         if found is None or found.group(1).split("+")[0] not in {"sqlite", "postgresql", "mssql"}:
             problems.append(
                 refusal("Database__Url", "not a SQLAlchemy URL for sqlite, postgresql or mssql")
             )
-        elif port is not None and port.group(1) and not port.group(1).isdigit():
+        elif found.group(2) and not found.group(2).isdigit():
             # The URL itself is never echoed: it may hold a password.
             problems.append(refusal("Database__Url", "its port is not a number"))
     # A lock wait must run out before its statement's does, or a lock held by a dead session
@@ -484,10 +471,3 @@ def pickup_target_problem(settings: Settings) -> str | None:
     if n.PickupContainer and not storage.ConnectionString and not storage.blobServiceUri:
         return refusal("NoticesStorage", "Notices__PickupContainer is set but no storage is named")
     return None
-
-
-def notice_contact(settings: Settings) -> str:
-    """SettingsError while Notices__Contact, which every notice names, is unset."""
-    if not settings.Notices.Contact:
-        raise SettingsError([CONTACT_MISSING])
-    return settings.Notices.Contact

@@ -1,7 +1,6 @@
-"""The telemetry port: what shared code reports, with no SDK in sight; api_funcs/telemetry.py
-implements it with OpenTelemetry when APPLICATIONINSIGHTS_CONNECTION_STRING is set. Nothing
-reported carries an address, PIN, token, tag or user id: outcomes are counted by kind
-(ADR-0048 D4, ADR-0017)."""
+"""The telemetry port, with no SDK in sight: api_funcs/telemetry.py implements it with OpenTelemetry
+when APPLICATIONINSIGHTS_CONNECTION_STRING is set. Nothing reported carries an address, PIN,
+token, tag or user id: outcomes are counted by kind (ADR-0048 D4, ADR-0017)."""
 
 from __future__ import annotations
 

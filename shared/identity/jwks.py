@@ -80,7 +80,4 @@ def _signing_keys(document: object) -> dict[str, jwt.PyJWK]:
 
 def _within(since: datetime | None, now: datetime, seconds: int) -> bool:
     """True when `since` is at most `seconds` before `now` (a clock set back counts as not)."""
-    if since is None:
-        return False
-    elapsed = (now - since).total_seconds()
-    return 0 <= elapsed < seconds
+    return since is not None and 0 <= (now - since).total_seconds() < seconds

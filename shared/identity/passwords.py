@@ -2,8 +2,7 @@
 (docs/security.md#pins-and-passwords), so this app and the .NET API verify each other's hashes.
 
 Layout (then base64): 0x01 | PRF (uint32 BE: 0 SHA1, 1 SHA256, 2 SHA512) | iterations (uint32 BE)
-| salt length (uint32 BE) | salt | subkey (PBKDF2 output, 32 bytes).
-"""
+| salt length (uint32 BE) | salt | subkey (PBKDF2 output, 32 bytes)."""
 
 from __future__ import annotations
 

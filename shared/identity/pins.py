@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, and_, case, literal, null, or_, select, update
@@ -76,19 +75,6 @@ def verify_pin(
             .values(PinAccessFailedCount=0, PinLockoutEnd=None)
         )
         commit_unit(session, unknown=PinAttemptOutcomeUnknown)
-
-
-@dataclass(frozen=True)
-class PinVerifier:
-    """The step-up PIN check of one host (the mint's and the change's): `verify_pin` on the
-    host's engine, clock and Pin section. Satisfies `shared.money.ports.PinCheck`."""
-
-    engine: Engine
-    clock: Clock
-    pin_settings: PinSettings
-
-    def __call__(self, user_id: str, pin: str | None) -> None:
-        verify_pin(self.engine, self.clock, self.pin_settings, user_id, pin)
 
 
 def _reserve_attempt(

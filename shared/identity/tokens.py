@@ -35,13 +35,10 @@ LOCAL_AUDIENCE = "azurebank"
 
 def numeric_date(value: object) -> int | None:
     """A time claim as whole seconds since the epoch, or None when it is not one."""
-    if isinstance(value, bool):  # Python's `True == 1`
-        return None
-    if isinstance(value, float):
-        if not math.isfinite(value) or not value.is_integer():
-            return None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
-    if not isinstance(value, int) or not 0 <= value <= NUMERIC_DATE_MAX:
+    # A bool is an int in Python (`True == 1`), and no time.
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= NUMERIC_DATE_MAX:
         return None
     return value
 
@@ -154,9 +151,7 @@ class TokenVerifier:
         exp = numeric_date(claims.get("exp"))
         if exp is None or now >= exp + self.LEEWAY_SECONDS:
             raise InvalidToken
-        for name in ("nbf", "iat"):
-            if name not in claims:
-                continue
+        for name in claims.keys() & {"nbf", "iat"}:
             value = numeric_date(claims[name])
             if value is None or now < value - self.LEEWAY_SECONDS:
                 raise InvalidToken
