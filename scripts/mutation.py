@@ -112,7 +112,7 @@ _ACCOUNT_DEFAULT = "the column's default is the value given (Id uuid4, EUR, not 
 _USER_DEFAULT = "the column's default is the value given (False, False, True, 0 and 0 failures)"
 _REQUIRE_REDUNDANT = (
     "PyJWT refuses a token without iss or aud whenever an issuer and an audience are given (always,"
-    " here), and _check_times and claims.user_id refuse one without exp or sub"
+    " here), and _check_times and tokens.user_id refuse one without exp or sub"
 )
 _NO_SESSION_SYNC = (
     "SQLAlchemy takes no synchronisation step for None, as for False (and the session holds no"

@@ -28,7 +28,6 @@ SERVICES = frozenset(
         "NoticeSweep",
         "PickupDirectoryTransport",
         "PinChanges",
-        "PinVerifier",
         "Readiness",
         "TokenVerifier",
         "TransferMint",
