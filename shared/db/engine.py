@@ -13,7 +13,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -63,28 +63,20 @@ def for_dialect(
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """How an engine pools its connections and bounds every wait, in seconds, from the
-    `Database__` settings (docs/settings.md#waits-on-the-database; the defaults are theirs)."""
+    """How an engine pools its connections and bounds every wait, in seconds: each field is the
+    `Database__` setting it names (docs/settings.md#waits-on-the-database), with its default."""
 
-    pool_size: int = 10
-    max_overflow: int = 20
-    pool_timeout: int = 5
-    connect_timeout: int = 5
-    statement_timeout: int = 15
-    lock_timeout: int = 5
-    keepalive: int = 10
+    pool_size: int = field(default=10, metadata={"setting": "PoolSize"})
+    max_overflow: int = field(default=20, metadata={"setting": "MaxOverflow"})
+    pool_timeout: int = field(default=5, metadata={"setting": "PoolTimeoutSeconds"})
+    connect_timeout: int = field(default=5, metadata={"setting": "ConnectTimeoutSeconds"})
+    statement_timeout: int = field(default=15, metadata={"setting": "StatementTimeoutSeconds"})
+    lock_timeout: int = field(default=5, metadata={"setting": "LockTimeoutSeconds"})
+    keepalive: int = field(default=10, metadata={"setting": "KeepaliveSeconds"})
 
     @classmethod
     def of(cls, database: DatabaseSettings) -> EngineOptions:
-        return cls(
-            pool_size=database.PoolSize,
-            max_overflow=database.MaxOverflow,
-            pool_timeout=database.PoolTimeoutSeconds,
-            connect_timeout=database.ConnectTimeoutSeconds,
-            statement_timeout=database.StatementTimeoutSeconds,
-            lock_timeout=database.LockTimeoutSeconds,
-            keepalive=database.KeepaliveSeconds,
-        )
+        return cls(**{f.name: getattr(database, f.metadata["setting"]) for f in fields(cls)})
 
 
 # `azurebank db upgrade`: an operator's run, not a request. A migration's DDL may rewrite a large
