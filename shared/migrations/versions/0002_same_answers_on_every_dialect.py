@@ -30,13 +30,8 @@ def _lease_check() -> sa.ColumnElement[bool]:
 
 
 def _collate(table: str, column: str, length: int, *, nullable: bool, to: str | None) -> None:
-    op.alter_column(
-        table,
-        column,
-        existing_type=mssql.NVARCHAR(length),
-        type_=mssql.NVARCHAR(length, collation=to),
-        existing_nullable=nullable,
-    )
+    existing, new = mssql.NVARCHAR(length), mssql.NVARCHAR(length, collation=to)
+    op.alter_column(table, column, existing_type=existing, type_=new, existing_nullable=nullable)
 
 
 def _mssql_collations(collation: str | None) -> None:
