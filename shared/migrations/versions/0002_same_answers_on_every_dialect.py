@@ -2,8 +2,6 @@
 case-insensitively through NormalizedAzureTag, and the Idempotency-Key and LeasedBy compared
 exactly on SQL Server too (its default collation ignores case; PostgreSQL and SQLite do not).
 
-Revision ID: 0002
-Revises: 0001
 Create Date: 2026-12-01 10:00:00.000000
 """
 
@@ -15,8 +13,6 @@ from sqlalchemy.dialects import mssql
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 # shared/db/types.py MSSQL_EXACT_COLLATION, spelled out: a migration does not move with the code.
 BIN2 = "Latin1_General_100_BIN2"
