@@ -10,7 +10,6 @@ import re
 import struct
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, fields
@@ -84,7 +83,6 @@ class EngineOptions:
 MIGRATION_WAITS = EngineOptions(statement_timeout=3600, lock_timeout=60)
 
 _engines: dict[tuple[str, EngineOptions], Engine] = {}
-_default_lock_waits: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -128,13 +126,13 @@ def build_engine(
         raise SettingsError([problem]) from None
     event.listen(engine, "handle_error", translate_driver_error)
     # What a unit of work compares its own wait with (shared.db.uow).
-    _default_lock_waits[engine] = options.lock_timeout
+    engine.update_execution_options(default_lock_wait=options.lock_timeout)
     return engine
 
 
 def default_lock_wait(engine: Engine) -> int:
     """The seconds each lock wait on `engine` is bounded by unless a unit of work asks another."""
-    return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
+    return int(engine.get_execution_options().get("default_lock_wait", EngineOptions.lock_timeout))
 
 
 def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
