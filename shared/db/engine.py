@@ -254,8 +254,7 @@ def _default_credential() -> TokenCredential:
 
 
 def _use_entra_token(engine: Engine, credential: TokenCredential) -> None:
-    """Sign in with an Entra access token from the credential (managed identity on Azure, the
-    developer's login locally), fresh for each connection."""
+    """Sign in each connection with a fresh Entra access token from `credential`."""
 
     @event.listens_for(engine, "do_connect")
     def _provide_token(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> None:

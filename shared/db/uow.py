@@ -11,7 +11,7 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.engine import DialectName, default_lock_wait, for_dialect, lock_timeout_statement
 from shared.db.faults import connected
@@ -23,6 +23,8 @@ from shared.errors import (
 )
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
+# Closing a session (leaving its `with`) rolls back whatever was not committed.
+_session_on = sessionmaker(expire_on_commit=False)
 
 
 def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
@@ -56,7 +58,7 @@ def _unit_of_work(
     with connected(engine) as connection:
         waits.before_begin(connection, sqlite_begin, wait_seconds)
         try:
-            with _session_on(connection) as session:
+            with _session_on(bind=connection) as session:
                 if own_wait is not None:
                     waits.set_own(session, own_wait)
                 yield session
@@ -99,11 +101,6 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
         connection.invalidate()
 
 
-def _session_on(connection: Connection) -> Session:
-    # Closing it (leaving its `with`) rolls back whatever was not committed.
-    return Session(bind=connection, expire_on_commit=False, autoflush=True)
-
-
 def writing_unit_of_work(
     engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
@@ -123,7 +120,7 @@ def one_read(engine: Engine) -> AbstractContextManager[Session]:
 def _autocommit_read(engine: Engine) -> Iterator[Session]:
     with connected(engine) as connection:
         connection.execution_options(isolation_level="AUTOCOMMIT")
-        with _session_on(connection) as session:
+        with _session_on(bind=connection) as session:
             yield session
 
 
