@@ -141,8 +141,7 @@ def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFac
     busy_seconds = options.lock_timeout
     engine = create_engine(
         url,
-        # Hidden from logs and error text: a parameter can be an address, a hash or a stored
-        # response body (ADR-0017: no address in any log line).
+        # Hidden from logs and error text: a parameter can be an address (ADR-0017), a hash, a body.
         hide_parameters=True,
         poolclass=NullPool,
         connect_args={"timeout": busy_seconds, "check_same_thread": False},
@@ -201,8 +200,7 @@ def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFacto
     engine = _server_engine(url, options, connect_args={"timeout": options.connect_timeout})
     if not url.password:
         _use_entra_token(engine, credentials())
-    # Retried inside the dialect's own connect, after every do_connect hook has set the
-    # arguments (the Entra token among them).
+    # Retried inside the dialect's own connect, after every do_connect hook (the Entra token's).
     connect = engine.dialect.connect
     engine.dialect.connect = lambda *cargs, **cparams: connect_with_retry(  # type: ignore[method-assign]
         lambda: connect(*cargs, **cparams)

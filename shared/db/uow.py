@@ -36,9 +36,8 @@ def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
 def commit_unit(
     session: Session, *, unknown: type[CommitOutcomeUnknown] = CommitOutcomeUnknown
 ) -> None:
-    """Commit the unit's work. A fault while flushing (before the COMMIT was sent) is raised as
-    it is; DatabaseUnavailable from the COMMIT itself is raised as `unknown`: the server may have
-    committed and lost its reply. TransactionRolledBack is the server's own answer: as it is."""
+    """Commit the unit's work: DatabaseUnavailable from the COMMIT itself, not from the flush
+    before it nor the server's TransactionRolledBack, is `unknown` (docs/database.md says why)."""
     session.flush()
     try:
         session.commit()
@@ -126,9 +125,8 @@ def _autocommit_read(engine: Engine) -> Iterator[Session]:
 
 @dataclass(frozen=True)
 class _DialectWaits:
-    """How a unit of work bounds its waits on one dialect: `before_begin` readies the connection,
-    `set_own` sets a lock wait other than the engine's default, `set_back` restores that default
-    where the setting outlives the transaction, `one_read` opens `one_read`'s unit."""
+    """A unit of work's steps on one dialect: ready the connection, set a lock wait other than the
+    engine's default, set the default back where it outlives the transaction, open `one_read`."""
 
     before_begin: Callable[[Connection, SqliteBegin, int | None], None]
     set_own: Callable[[Session, int], None]
