@@ -1,7 +1,6 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL; and `for_dialect`, the one way to choose what differs by dialect. Nothing runs
-at import time: the Functions host unloads every function when importing `function_app.py`
-raises, so connecting belongs to the first request."""
+and cached per URL, and `for_dialect`, the one way to choose by dialect. Nothing connects at
+import time: the Functions host unloads every function when importing `function_app.py` raises."""
 
 from __future__ import annotations
 
