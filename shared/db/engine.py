@@ -48,8 +48,7 @@ _RETRYING = "SQL Server refused a connection for now (%s); retrying (attempt %d 
 def for_dialect(
     bind: Engine | Connection | Session | str, choices: Mapping[DialectName, T], *, what: str
 ) -> T:
-    """`choices`' entry for `bind`'s dialect (a name passes through); a ValueError naming a
-    dialect it lacks, never a silent fallback."""
+    """`choices`' entry for `bind`'s dialect (or name); a ValueError, never a fallback, if none."""
     if isinstance(bind, Session):
         bind = bind.get_bind()
     name = bind if isinstance(bind, str) else bind.dialect.name

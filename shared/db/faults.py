@@ -5,13 +5,9 @@ Read by SQLSTATE and number, importing neither psycopg nor pyodbc: a host withou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from shared.errors import DatabaseFault, DatabaseUnavailable, LockTimeout, TransactionRolledBack
 
@@ -81,19 +77,6 @@ def translate_driver_error(context: ExceptionContext) -> None:
     fault = driver_fault(error, context.dialect.name)
     if fault is not None:
         raise fault(type(error).__name__)
-
-
-@contextmanager
-def connected(engine: Engine) -> Iterator[Connection]:
-    """A connection of `engine` for one unit of work: a pool checkout that timed out is
-    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
-    try:
-        with engine.connect() as connection:
-            yield connection
-    except PoolTimeout:
-        raise DatabaseUnavailable(PoolTimeout.__name__) from None
-    except DatabaseFault as fault:
-        raise fault from None
 
 
 def driver_error_name(error: DatabaseFault | SQLAlchemyError) -> str:

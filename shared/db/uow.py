@@ -11,10 +11,10 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.engine import DialectName, default_lock_wait, for_dialect, lock_timeout_statement
-from shared.db.faults import connected
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,
@@ -65,6 +65,19 @@ def _unit_of_work(
             # After the session closed (its work committed or rolled back), never inside it.
             if own_wait is not None:
                 waits.set_back(connection, default)
+
+
+@contextmanager
+def connected(engine: Engine) -> Iterator[Connection]:
+    """A connection of `engine` for one unit of work: a pool checkout that timed out is
+    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
+    try:
+        with engine.connect() as connection:
+            yield connection
+    except PoolTimeout:
+        raise DatabaseUnavailable(PoolTimeout.__name__) from None
+    except DatabaseFault as fault:
+        raise fault from None
 
 
 def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int | None) -> None:
