@@ -30,7 +30,6 @@ T = TypeVar("T")
 DialectName = Literal["postgresql", "mssql", "sqlite"]
 log = logging.getLogger("azurebank.db")
 
-# Builds the Entra credential of a SQL Server engine whose URL has no password.
 CredentialFactory = Callable[[], "TokenCredential"]
 # The ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
