@@ -1,7 +1,6 @@
 """Engines for the three dialects (docs/database.md#connections-and-their-bounds), built lazily
-and cached per URL; and `for_dialect`, the one way to choose what differs by dialect. Nothing runs
-at import time: the Functions host unloads every function when importing `function_app.py`
-raises, so connecting belongs to the first request."""
+and cached per URL, and `for_dialect`, the one way to choose by dialect. Nothing connects at
+import time: the Functions host unloads every function when importing `function_app.py` raises."""
 
 from __future__ import annotations
 
@@ -10,10 +9,9 @@ import re
 import struct
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -32,7 +30,6 @@ T = TypeVar("T")
 DialectName = Literal["postgresql", "mssql", "sqlite"]
 log = logging.getLogger("azurebank.db")
 
-# Builds the Entra credential of a SQL Server engine whose URL has no password.
 CredentialFactory = Callable[[], "TokenCredential"]
 # The ODBC driver's pre-connect attribute for an Entra access token.
 _SQL_COPT_SS_ACCESS_TOKEN = 1256
@@ -50,8 +47,7 @@ _RETRYING = "SQL Server refused a connection for now (%s); retrying (attempt %d 
 def for_dialect(
     bind: Engine | Connection | Session | str, choices: Mapping[DialectName, T], *, what: str
 ) -> T:
-    """`choices`' entry for `bind`'s dialect (a name passes through); a ValueError naming a
-    dialect it lacks, never a silent fallback."""
+    """`choices`' entry for `bind`'s dialect (or name); a ValueError, never a fallback, if none."""
     if isinstance(bind, Session):
         bind = bind.get_bind()
     name = bind if isinstance(bind, str) else bind.dialect.name
@@ -63,28 +59,20 @@ def for_dialect(
 
 @dataclass(frozen=True)
 class EngineOptions:
-    """How an engine pools its connections and bounds every wait, in seconds, from the
-    `Database__` settings (docs/settings.md#waits-on-the-database; the defaults are theirs)."""
+    """How an engine pools its connections and bounds every wait, in seconds: each field is the
+    `Database__` setting it names (docs/settings.md#waits-on-the-database), with its default."""
 
-    pool_size: int = 10
-    max_overflow: int = 20
-    pool_timeout: int = 5
-    connect_timeout: int = 5
-    statement_timeout: int = 15
-    lock_timeout: int = 5
-    keepalive: int = 10
+    pool_size: int = field(default=10, metadata={"setting": "PoolSize"})
+    max_overflow: int = field(default=20, metadata={"setting": "MaxOverflow"})
+    pool_timeout: int = field(default=5, metadata={"setting": "PoolTimeoutSeconds"})
+    connect_timeout: int = field(default=5, metadata={"setting": "ConnectTimeoutSeconds"})
+    statement_timeout: int = field(default=15, metadata={"setting": "StatementTimeoutSeconds"})
+    lock_timeout: int = field(default=5, metadata={"setting": "LockTimeoutSeconds"})
+    keepalive: int = field(default=10, metadata={"setting": "KeepaliveSeconds"})
 
     @classmethod
     def of(cls, database: DatabaseSettings) -> EngineOptions:
-        return cls(
-            pool_size=database.PoolSize,
-            max_overflow=database.MaxOverflow,
-            pool_timeout=database.PoolTimeoutSeconds,
-            connect_timeout=database.ConnectTimeoutSeconds,
-            statement_timeout=database.StatementTimeoutSeconds,
-            lock_timeout=database.LockTimeoutSeconds,
-            keepalive=database.KeepaliveSeconds,
-        )
+        return cls(**{f.name: getattr(database, f.metadata["setting"]) for f in fields(cls)})
 
 
 # `azurebank db upgrade`: an operator's run, not a request. A migration's DDL may rewrite a large
@@ -92,7 +80,6 @@ class EngineOptions:
 MIGRATION_WAITS = EngineOptions(statement_timeout=3600, lock_timeout=60)
 
 _engines: dict[tuple[str, EngineOptions], Engine] = {}
-_default_lock_waits: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -136,13 +123,13 @@ def build_engine(
         raise SettingsError([problem]) from None
     event.listen(engine, "handle_error", translate_driver_error)
     # What a unit of work compares its own wait with (shared.db.uow).
-    _default_lock_waits[engine] = options.lock_timeout
+    engine.update_execution_options(default_lock_wait=options.lock_timeout)
     return engine
 
 
 def default_lock_wait(engine: Engine) -> int:
     """The seconds each lock wait on `engine` is bounded by unless a unit of work asks another."""
-    return _default_lock_waits.get(engine, EngineOptions.lock_timeout)
+    return int(engine.get_execution_options().get("default_lock_wait", EngineOptions.lock_timeout))
 
 
 def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFactory) -> Engine:
@@ -151,8 +138,7 @@ def _sqlite_engine(url: URL, options: EngineOptions, _credentials: CredentialFac
     busy_seconds = options.lock_timeout
     engine = create_engine(
         url,
-        # Hidden from logs and error text: a parameter can be an address, a hash or a stored
-        # response body (ADR-0017: no address in any log line).
+        # Hidden from logs and error text: a parameter can be an address (ADR-0017), a hash, a body.
         hide_parameters=True,
         poolclass=NullPool,
         connect_args={"timeout": busy_seconds, "check_same_thread": False},
@@ -211,8 +197,7 @@ def _mssql_engine(url: URL, options: EngineOptions, credentials: CredentialFacto
     engine = _server_engine(url, options, connect_args={"timeout": options.connect_timeout})
     if not url.password:
         _use_entra_token(engine, credentials())
-    # Retried inside the dialect's own connect, after every do_connect hook has set the
-    # arguments (the Entra token among them).
+    # Retried inside the dialect's own connect, after every do_connect hook (the Entra token's).
     connect = engine.dialect.connect
     engine.dialect.connect = lambda *cargs, **cparams: connect_with_retry(  # type: ignore[method-assign]
         lambda: connect(*cargs, **cparams)
@@ -264,8 +249,7 @@ def _default_credential() -> TokenCredential:
 
 
 def _use_entra_token(engine: Engine, credential: TokenCredential) -> None:
-    """Sign in with an Entra access token from the credential (managed identity on Azure, the
-    developer's login locally), fresh for each connection."""
+    """Sign in each connection with a fresh Entra access token from `credential`."""
 
     @event.listens_for(engine, "do_connect")
     def _provide_token(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> None:

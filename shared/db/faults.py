@@ -1,47 +1,35 @@
 """Driver errors, translated once, here, into the domain's faults (shared/errors.py): no other
-module knows how a dialect spells a failure (docs/database.md#driver-errors). Errors are read by
-SQLSTATE and number, importing neither psycopg nor pyodbc, so a host without unixODBC works."""
+module knows how a dialect spells a failure (docs/database.md#driver-errors: what each code means).
+Read by SQLSTATE and number, importing neither psycopg nor pyodbc: a host without unixODBC works."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from shared.errors import DatabaseFault, DatabaseUnavailable, LockTimeout, TransactionRolledBack
 
-# What the SQL Server daily-limit batch (shared.money.applock_sql) THROWs when sp_getapplock
-# returns a negative number.
+# What the SQL Server daily-limit batch (shared.money.applock_sql) THROWs when refused its lock.
 MSSQL_APPLOCK_ERROR = 51050
 MSSQL_APPLOCK_MESSAGE = "daily-limit lock not granted"
 
 # SQL Server's errors after which a later try may succeed (Microsoft's Azure SQL transient list).
 MSSQL_TRANSIENT_NUMBERS = frozenset(
-    # cannot open the database, a secondary's login timed out, the service failed the request,
-    # is busy, or the database is unavailable (a serverless database resuming, a failover)
-    {4060, 4221, 40143, 40197, 40540, 40501, 40613}
-    # a paused serverless pool, not enough resources, resource limits
-    | {42108, 42109, 49918, 49919, 49920, 10928, 10929}
-    # the network dropped the connection: the TCP provider's codes and the named-pipe ones
-    | {10053, 10054, 10060, 64, 233}
+    {4060, 4221, 40143, 40197, 40540, 40501, 40613}  # the database cannot take a session now
+    | {42108, 42109, 49918, 49919, 49920, 10928, 10929}  # a paused pool, resource limits
+    | {10053, 10054, 10060, 64, 233}  # the network dropped the connection
 )
-# pyodbc's SQLSTATEs for a connection that failed or dropped (08…) and for a wait that ran out:
-# HYT00 the query timeout (Database__StatementTimeoutSeconds), HYT01 the connection timeout.
+# pyodbc's SQLSTATEs for a connection that failed or dropped (08…) and for a wait that ran out.
 MSSQL_UNAVAILABLE_SQLSTATES = frozenset(
     {"08001", "08003", "08004", "08007", "08S01", "HYT00", "HYT01"}
 )
-# PostgreSQL: 57014 a statement cancelled at statement_timeout (the app cancels nothing else),
-# 57P01-57P03 a server shutting down or starting up, 53300 too many connections (class 08 too).
+# PostgreSQL's SQLSTATEs of a statement past its bound or a server that cannot take it (and 08…).
 _PG_UNAVAILABLE_SQLSTATES = frozenset({"57014", "57P01", "57P02", "57P03", "53300"})
 # An error number in a SQL Server driver message: `... (40613) (SQLDriverConnect)`.
 _MSSQL_NUMBER = re.compile(r"\((\d{1,6})\)")
-# SQL Server's lock timeouts: the daily-limit batch's, and 1222, a row lock wait that hit
-# SET LOCK_TIMEOUT (Database__LockTimeoutSeconds).
+# SQL Server's lock timeouts: the daily-limit batch's, and 1222 (SET LOCK_TIMEOUT ran out).
 _MSSQL_LOCK_MARKS = (str(MSSQL_APPLOCK_ERROR), MSSQL_APPLOCK_MESSAGE, "(1222)")
 
 
@@ -89,19 +77,6 @@ def translate_driver_error(context: ExceptionContext) -> None:
     fault = driver_fault(error, context.dialect.name)
     if fault is not None:
         raise fault(type(error).__name__)
-
-
-@contextmanager
-def connected(engine: Engine) -> Iterator[Connection]:
-    """A connection of `engine` for one unit of work: a pool checkout that timed out is
-    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
-    try:
-        with engine.connect() as connection:
-            yield connection
-    except PoolTimeout:
-        raise DatabaseUnavailable(PoolTimeout.__name__) from None
-    except DatabaseFault as fault:
-        raise fault from None
 
 
 def driver_error_name(error: DatabaseFault | SQLAlchemyError) -> str:

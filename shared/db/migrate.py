@@ -13,8 +13,7 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 
 
 def alembic_config(url: str, *, output_buffer: TextIO | None = None) -> Config:
-    # output_buffer is where offline (--sql) mode writes its DDL; Config's `stdout` is only for
-    # Alembic's own messages, so passing the buffer there would print the DDL to the terminal.
+    # Offline (--sql) DDL goes to output_buffer: Config's `stdout` is Alembic's own messages.
     config = Config(output_buffer=output_buffer)
     config.set_main_option("script_location", str(MIGRATIONS))
     # `%` would be read as interpolation by configparser; a password may contain one.

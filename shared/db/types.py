@@ -109,9 +109,8 @@ def column_length(column: InstrumentedAttribute[str] | InstrumentedAttribute[str
 
 
 def unstorable_reason(value: str, max_length: int) -> str | None:
-    """Why `value` cannot be stored in or compared with a column of `max_length` (the caller's 400,
-    never a driver's 500), naming a rule, never the value; None when it can. NUL, a lone
-    surrogate and more UTF-16 code units than the column holds (as nvarchar(n) counts) cannot."""
+    """Why `value` cannot be stored in or compared with a column of `max_length` UTF-16 units (as
+    nvarchar(n) counts): the caller's 400, never a driver's 500, naming a rule, never the value."""
     if "\x00" in value:
         return "must not contain NUL"
     try:

@@ -11,10 +11,10 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, CursorResult, Delete, Engine, Update, text
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db.engine import DialectName, default_lock_wait, for_dialect, lock_timeout_statement
-from shared.db.faults import connected
 from shared.errors import (
     CommitOutcomeUnknown,
     DatabaseFault,
@@ -23,6 +23,8 @@ from shared.errors import (
 )
 
 SqliteBegin = Literal["DEFERRED", "IMMEDIATE"]
+# Closing a session (leaving its `with`) rolls back whatever was not committed.
+_session_on = sessionmaker(expire_on_commit=False)
 
 
 def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
@@ -34,9 +36,8 @@ def unit_of_work(engine: Engine) -> AbstractContextManager[Session]:
 def commit_unit(
     session: Session, *, unknown: type[CommitOutcomeUnknown] = CommitOutcomeUnknown
 ) -> None:
-    """Commit the unit's work. A fault while flushing (before the COMMIT was sent) is raised as
-    it is; DatabaseUnavailable from the COMMIT itself is raised as `unknown`: the server may have
-    committed and lost its reply. TransactionRolledBack is the server's own answer: as it is."""
+    """Commit the unit's work: DatabaseUnavailable from the COMMIT itself, not from the flush
+    before it nor the server's TransactionRolledBack, is `unknown` (docs/database.md says why)."""
     session.flush()
     try:
         session.commit()
@@ -56,7 +57,7 @@ def _unit_of_work(
     with connected(engine) as connection:
         waits.before_begin(connection, sqlite_begin, wait_seconds)
         try:
-            with _session_on(connection) as session:
+            with _session_on(bind=connection) as session:
                 if own_wait is not None:
                     waits.set_own(session, own_wait)
                 yield session
@@ -64,6 +65,19 @@ def _unit_of_work(
             # After the session closed (its work committed or rolled back), never inside it.
             if own_wait is not None:
                 waits.set_back(connection, default)
+
+
+@contextmanager
+def connected(engine: Engine) -> Iterator[Connection]:
+    """A connection of `engine` for one unit of work: a pool checkout that timed out is
+    DatabaseUnavailable, and no fault carries the driver's error (SQL, values, an address)."""
+    try:
+        with engine.connect() as connection:
+            yield connection
+    except PoolTimeout:
+        raise DatabaseUnavailable(PoolTimeout.__name__) from None
+    except DatabaseFault as fault:
+        raise fault from None
 
 
 def _sqlite_begin(connection: Connection, begin: SqliteBegin, wait_seconds: int | None) -> None:
@@ -99,11 +113,6 @@ def _restore_lock_waits(connection: Connection, seconds: int) -> None:
         connection.invalidate()
 
 
-def _session_on(connection: Connection) -> Session:
-    # Closing it (leaving its `with`) rolls back whatever was not committed.
-    return Session(bind=connection, expire_on_commit=False, autoflush=True)
-
-
 def writing_unit_of_work(
     engine: Engine, *, wait_seconds: int | None = None, caller_bounds_locks: bool = False
 ) -> AbstractContextManager[Session]:
@@ -123,15 +132,14 @@ def one_read(engine: Engine) -> AbstractContextManager[Session]:
 def _autocommit_read(engine: Engine) -> Iterator[Session]:
     with connected(engine) as connection:
         connection.execution_options(isolation_level="AUTOCOMMIT")
-        with _session_on(connection) as session:
+        with _session_on(bind=connection) as session:
             yield session
 
 
 @dataclass(frozen=True)
 class _DialectWaits:
-    """How a unit of work bounds its waits on one dialect: `before_begin` readies the connection,
-    `set_own` sets a lock wait other than the engine's default, `set_back` restores that default
-    where the setting outlives the transaction, `one_read` opens `one_read`'s unit."""
+    """A unit of work's steps on one dialect: ready the connection, set a lock wait other than the
+    engine's default, set the default back where it outlives the transaction, open `one_read`."""
 
     before_begin: Callable[[Connection, SqliteBegin, int | None], None]
     set_own: Callable[[Session, int], None]

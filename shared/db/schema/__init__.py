@@ -1,8 +1,7 @@
 """The schema, in the .NET API's EF names, so a database shared with the API is the same database
 (docs/database.md); constraint names come from one naming convention, the same on every dialect.
-Each table's class is mapped when it is first named (`from shared.db.schema import Account`): a
-cold instance whose first request lists accounts maps the two tables it reads, not all eight
-(bench/cold_start.py). What needs every table (the migrations, the grants) reads `metadata()`."""
+A table's class is mapped when first named (`from shared.db.schema import Account`), so a cold
+instance maps only the tables its first request reads (bench/cold_start.py)."""
 
 from __future__ import annotations
 

@@ -34,9 +34,8 @@ class AspNetUser(Base):
     LockoutEnabled: Mapped[bool] = mapped_column(Boolean, default=True)
     AccessFailedCount: Mapped[int] = mapped_column(Integer, default=0)
     AzureTag: Mapped[str] = mapped_column(Str(64), unique=True)
-    # The payee's tag as it is looked up, case-insensitively (docs/database.md): computed by the
-    # database's own UPPER, so rows the .NET API inserts carry it too, and the lookup
-    # `NormalizedAzureTag = UPPER(:tag)` folds both sides with the same function.
+    # The payee's tag as looked up, case-insensitively (docs/database.md): the database's UPPER
+    # computes it, so the .NET API's rows carry it too and `= UPPER(:tag)` folds both sides alike.
     NormalizedAzureTag: Mapped[str | None] = mapped_column(
         Str(64), Computed(func.upper(column("AzureTag")), persisted=True), unique=True
     )

@@ -1,7 +1,5 @@
 """The initial schema: every table, in the API's EF names (docs/database.md).
 
-Revision ID: 0001
-Revises:
 Create Date: 2026-11-29 20:55:16.773536
 """
 
@@ -13,8 +11,6 @@ from sqlalchemy.dialects import mssql
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 # The column types of shared/db/types.py as this revision created them, each spelled once.
 LONG_TEXT = sa.Text().with_variant(mssql.NVARCHAR(), "mssql")

@@ -2,8 +2,6 @@
 case-insensitively through NormalizedAzureTag, and the Idempotency-Key and LeasedBy compared
 exactly on SQL Server too (its default collation ignores case; PostgreSQL and SQLite do not).
 
-Revision ID: 0002
-Revises: 0001
 Create Date: 2026-12-01 10:00:00.000000
 """
 
@@ -15,28 +13,19 @@ from sqlalchemy.dialects import mssql
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 # shared/db/types.py MSSQL_EXACT_COLLATION, spelled out: a migration does not move with the code.
 BIN2 = "Latin1_General_100_BIN2"
-
-
-def _lease_check() -> sa.ColumnElement[bool]:
-    return sa.or_(
-        sa.and_(sa.column("LeasedUntil").is_(None), sa.column("LeasedBy").is_(None)),
-        sa.and_(sa.column("LeasedUntil").is_not(None), sa.column("LeasedBy").is_not(None)),
-    )
+# 0001's check on the lease: both columns or neither.
+LEASE_CHECK = sa.or_(
+    sa.and_(sa.column("LeasedUntil").is_(None), sa.column("LeasedBy").is_(None)),
+    sa.and_(sa.column("LeasedUntil").is_not(None), sa.column("LeasedBy").is_not(None)),
+)
 
 
 def _collate(table: str, column: str, length: int, *, nullable: bool, to: str | None) -> None:
-    op.alter_column(
-        table,
-        column,
-        existing_type=mssql.NVARCHAR(length),
-        type_=mssql.NVARCHAR(length, collation=to),
-        existing_nullable=nullable,
-    )
+    existing, new = mssql.NVARCHAR(length), mssql.NVARCHAR(length, collation=to)
+    op.alter_column(table, column, existing_type=existing, type_=new, existing_nullable=nullable)
 
 
 def _mssql_collations(collation: str | None) -> None:
@@ -50,7 +39,7 @@ def _mssql_collations(collation: str | None) -> None:
     op.drop_index("IX_SubscriberNotices_LeasedBy", table_name="SubscriberNotices")
     op.drop_constraint(lease, "SubscriberNotices", type_="check")
     _collate("SubscriberNotices", "LeasedBy", 200, nullable=True, to=collation)
-    op.create_check_constraint(lease, "SubscriberNotices", _lease_check())
+    op.create_check_constraint(lease, "SubscriberNotices", LEASE_CHECK)
     op.create_index("IX_SubscriberNotices_LeasedBy", "SubscriberNotices", ["LeasedBy"])
 
 
