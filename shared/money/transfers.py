@@ -29,7 +29,7 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
-from shared.money import refusals
+from shared.money import payees, refusals
 from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
@@ -44,13 +44,7 @@ from shared.money.idempotency import (
     run_keyed,
     stored_answer,
 )
-from shared.money.payees import (
-    Payee,
-    judge_payee,
-    payee_columns,
-    payee_match,
-    refuse_an_unstorable_tag,
-)
+from shared.money.payees import Payee
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
 
 TRANSFER_COMPLETED = "TransferCompleted"
@@ -101,7 +95,7 @@ class TransferService:
         """The stored answer to replay, or the payee once the order passed every rung before the
         lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
         spent its authorization. Nothing here is authoritative, so one read serves every rung."""
-        refuse_an_unstorable_tag(order.recipient_azure_tag)
+        payees.refuse_an_unstorable_tag(order.recipient_azure_tag)
         if order.authorization_id is None:
             # Only the key can answer before this rung; no authorization is not a value to bind.
             if (replay := committed_answer(session, claim)) is not None:
@@ -121,7 +115,7 @@ class TransferService:
         ).one()
         if (replay := stored_answer(claim, row)) is not None:
             return replay
-        payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+        payee = payees.judge_payee(user_id, row.payee_user_id, row.payee_open)
         # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
         authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
         ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
@@ -217,10 +211,9 @@ def _pre_check_read() -> Select[
     """One row whatever matches: a one-row anchor (SQL Server has no FROM-less join), outer-joined
     to the key's record, the tag's user and the authorization, with the day's sum beside them."""
     anchor = select(literal(1).label("one")).subquery("anchor")
-    payee_user_id, payee_open = payee_columns()
     joined = (
         anchor.outerjoin(IdempotencyRecord, key_match())
-        .outerjoin(AspNetUser, payee_match())
+        .outerjoin(AspNetUser, payees.payee_match())
         .outerjoin(TransferAuthorization, TransferAuthorization.Id == bindparam("authorization_id"))
     )
     return select(
@@ -228,8 +221,7 @@ def _pre_check_read() -> Select[
         IdempotencyRecord.State,
         IdempotencyRecord.ResponseStatus,
         IdempotencyRecord.ResponseBody,
-        payee_user_id.label("payee_user_id"),
-        payee_open.label("payee_open"),
+        *payees.payee_columns(),
         TransferAuthorization.UserId,
         TransferAuthorization.AccountId,
         TransferAuthorization.RecipientAzureTag,
