@@ -81,13 +81,9 @@ class AccountRails:
     ) -> tuple[uuid.UUID, datetime]:
         """A new transaction's Id and instant, its audit row (`details` after its Id) appended."""
         transaction_id, now = uuid.uuid4(), self.clock.now()
+        texts = {k: str(v) for k, v in {"transactionId": transaction_id, **details}.items()}
         self.audit.append(
-            session,
-            actor_user_id=user_id,
-            event=event,
-            occurred_at=now,
-            details={"transactionId": str(transaction_id)}
-            | {k: str(v) for k, v in details.items()},
+            session, actor_user_id=user_id, event=event, occurred_at=now, details=texts
         )
         return transaction_id, now
 
