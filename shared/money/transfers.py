@@ -190,13 +190,8 @@ class TransferService:
         if outcome.spent == 1:
             return success.answer()
         # The authorization is no longer Pending and unexpired (of two spends, the second's case).
-        expires_at = session.scalar(
-            select(TransferAuthorization.ExpiresAt).where(
-                TransferAuthorization.Id == order.authorization_id,
-                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-            )
-        )
-        if expires_at is not None and expires_at <= now:
+        grant = session.get(TransferAuthorization, order.authorization_id)
+        if grant and grant.Status == AuthorizationStatus.PENDING.value and grant.ExpiresAt <= now:
             raise refusals.AuthorizationExpired()
         raise refusals.AuthorizationInvalid()
 
