@@ -1,11 +1,6 @@
 """The external transfer spends a minted authorization under the user's application lock, the day
-decided against the instant of the spend (docs/decisions.md#adr-0050-d4; its lock order and
-statement budget are docs/architecture.md#lock-order's):
-
-    the pre-check's one read: a replay, or the rungs before the lock
-    → retry loop { the key's claim → application lock → both accounts → authoritative sum →
-      balance → tail lock → ONE round trip of writes (transfer_write_sql) → commit }
-"""
+decided against the instant of the spend (docs/decisions.md#adr-0050-d4; its steps, lock order and
+statement budget are docs/architecture.md#lock-order's)."""
 
 from __future__ import annotations
 
