@@ -24,21 +24,11 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
-from shared.money import payees, refusals
+from shared.money import idempotency, payees, refusals
 from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
-from shared.money.idempotency import (
-    Answer,
-    HeldKey,
-    IdempotencyClaim,
-    LostRace,
-    committed_answer,
-    key_match,
-    key_parameters,
-    run_keyed,
-    stored_answer,
-)
+from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim
 from shared.money.payees import Payee
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
 
@@ -82,7 +72,7 @@ class TransferService:
             return checked
         unit = partial(self.lock.unit_of_work, self.engine)
         attempt = partial(self._attempt, order=order, payee=checked)
-        return run_keyed(unit, claim, self.clock, attempt)
+        return idempotency.run_keyed(unit, claim, self.clock, attempt)
 
     def pre_check(
         self, session: Session, claim: IdempotencyClaim[Any], order: TransferOrder, now: datetime
@@ -93,7 +83,7 @@ class TransferService:
         payees.refuse_an_unstorable_tag(order.recipient_azure_tag)
         if order.authorization_id is None:
             # Only the key can answer before this rung; no authorization is not a value to bind.
-            if (replay := committed_answer(session, claim)) is not None:
+            if (replay := idempotency.committed_answer(session, claim)) is not None:
                 return replay
             raise refusals.AuthorizationRequired()
         user_id = claim.user_id
@@ -101,14 +91,14 @@ class TransferService:
         row = session.execute(
             _pre_check_read(),
             {
-                **key_parameters(claim),
+                **idempotency.key_parameters(claim),
                 "azure_tag": order.recipient_azure_tag,
                 "authorization_id": order.authorization_id,
                 "day_start": day_start,
                 "day_end": day_end,
             },
         ).one()
-        if (replay := stored_answer(claim, row)) is not None:
+        if (replay := idempotency.stored_answer(claim, row)) is not None:
             return replay
         payee = payees.judge_payee(user_id, row.payee_user_id, row.payee_open)
         # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
@@ -181,7 +171,7 @@ class TransferService:
         outcome = self.writes(session, writes)
         # Whatever half-applied rolls back with the attempt, the audit row too.
         if outcome.balances != 2:
-            raise LostRace()
+            raise idempotency.LostRace()
         if outcome.spent == 1:
             return success.answer()
         # The authorization is no longer Pending and unexpired (of two spends, the second's case).
@@ -199,7 +189,7 @@ def _pre_check_read() -> Select[
     to the key's record, the tag's user and the authorization, with the day's sum beside them."""
     anchor = select(literal(1).label("one")).subquery("anchor")
     joined = (
-        anchor.outerjoin(IdempotencyRecord, key_match())
+        anchor.outerjoin(IdempotencyRecord, idempotency.key_match())
         .outerjoin(AspNetUser, payees.payee_match())
         .outerjoin(TransferAuthorization, TransferAuthorization.Id == bindparam("authorization_id"))
     )
