@@ -16,6 +16,7 @@ from typing import Any, cast
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    Executable,
     Insert,
     Select,
     Table,
@@ -253,9 +254,7 @@ def mssql_transfer_write() -> TextClause:
     return text(_MSSQL_WRITES).bindparams(*(_p(name) for name in _TYPED))
 
 
-def _round_trip(
-    session: Session, statement: Select[tuple[int, int]] | TextClause, writes: TransferWrites
-) -> WriteOutcome:
+def _round_trip(session: Session, statement: Executable, writes: TransferWrites) -> WriteOutcome:
     balances, spent = session.execute(statement, parameters(writes)).one()
     return WriteOutcome(int(balances), int(spent))
 
