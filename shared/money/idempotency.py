@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Row, Select, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import ColumnElement
 
 from shared import errors
 from shared.clock import Clock

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, case, exists, false, func, select
+from sqlalchemy import ColumnElement, Label, bindparam, case, exists, false, func, select
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import ColumnElement, Label
 
 from shared.db.schema import Account, AspNetUser
 from shared.money.refusals import PayeeInvalid, PayeeNotFound
