@@ -141,13 +141,13 @@ class TransferService:
         )
         # Rendered before the tail lock: every instant under the tail is every transfer's.
         success = held.success(receipt, now)
-        # The reads above were plain; the first row lock is in the writes, after the tail's.
         facts = {
             "transactionId": str(receipt.transaction_id),
             "accountId": str(order.account_id),
             "recipientAzureTag": order.recipient_azure_tag,
             "amount": str(order.amount),
         }
+        # The reads above were plain; the first row lock is in the writes, after the tail's.
         audit_row = self.audit.seal(
             session, actor_user_id=user_id, event=TRANSFER_COMPLETED, occurred_at=now, details=facts
         )
