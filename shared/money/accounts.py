@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple, cast
+from typing import NamedTuple, TypeAlias, cast
 
-from sqlalchemy import Select, Table, Update, bindparam, false, or_, select, update
+from sqlalchemy import Row, Select, Table, Update, bindparam, false, or_, select, update
 from sqlalchemy.orm import Session
 
 from shared.db.prebuilt import prebuilt
@@ -31,13 +31,8 @@ def own_open_account(session: Session, user_id: str, account_id: uuid.UUID) -> A
     return account
 
 
-class AccountState(NamedTuple):
-    """An account as the transfer judges and writes it, named as the columns are."""
-
-    Id: uuid.UUID
-    UserId: str
-    Balance: Decimal
-    Version: int
+# An account as the transfer judges and writes it: its Id, UserId, Balance and Version.
+AccountState: TypeAlias = Row[uuid.UUID, str, Decimal, int]
 
 
 def open_account_and_primary_account(
@@ -45,8 +40,7 @@ def open_account_and_primary_account(
 ) -> tuple[AccountState | None, AccountState | None]:
     """The open account `account_id` and the payee's primary (oldest open) one, in one read."""
     parameters = {"account_id": account_id, "payee_user_id": payee_user_id}
-    result = session.execute(_open_account_and_primary_account(), parameters)
-    rows = [AccountState(*row) for row in result]
+    rows = session.execute(_open_account_and_primary_account(), parameters).all()
     payer = next((row for row in rows if row.Id == account_id), None)
     payee = next((row for row in rows if row.Id != account_id), None)
     return payer, payee

@@ -55,11 +55,9 @@ class DailyOutflowLimit:
 
     def used(self, session: Session, user_id: str, instant: datetime) -> Decimal:
         start, end = utc_day(instant)
-        total = session.scalar(
-            daily_outflow_statement(), {"user_id": user_id, "day_start": start, "day_end": end}
-        )
+        parameters = {"user_id": user_id, "day_start": start, "day_end": end}
         # SUM over no rows is NULL, which is nothing spent.
-        return Decimal(0) if total is None else Decimal(total)
+        return Decimal(session.scalar(daily_outflow_statement(), parameters) or 0)
 
     def check(self, session: Session, user_id: str, requested: Decimal, instant: datetime) -> None:
         """Refuse when used + requested would pass the limit (inclusive)."""
@@ -69,7 +67,7 @@ class DailyOutflowLimit:
         self, user_id: str, requested: Decimal, used: Decimal | None, instant: datetime
     ) -> None:
         """`check` on a sum already read (None: SUM over no rows)."""
-        used = Decimal(0) if used is None else Decimal(used)
+        used = Decimal(used or 0)
         if used + requested > self.limit:
             # Log-only, no audit row (docs/decisions.md#adr-0050-d7). The user id is no address.
             figures = (requested, user_id, used, self.limit)

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Row, Select, bindparam, delete, select, update
+from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, select, update
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import ColumnElement
 
 from shared import errors
 from shared.clock import Clock
@@ -159,8 +158,7 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
         record = session.execute(_record_read(), key_parameters(claim)).first()
         if record is None:
             continue  # pruned since the claim met it: claim again
-        answer = stored_answer(claim, record)
-        if answer is not None:
+        if (answer := stored_answer(claim, record)) is not None:
             return answer
         # A committed InProgress row was left by the code before this protocol, whose money never
         # moved without completing it (docs/money.md#idempotency-records): take its place.

@@ -13,7 +13,6 @@ from shared.db.engine import DialectName, for_dialect
 from shared.db.schema import IdempotencyRecord
 
 _COLUMNS = IdempotencyRecord.__table__.c
-# The bound values, typed by the columns they are written to.
 _PARAMETERS: dict[str, TypeEngine[Any]] = {
     "record_id": _COLUMNS.Id.type,
     "user_id": _COLUMNS.UserId.type,

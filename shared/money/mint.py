@@ -55,12 +55,9 @@ class TransferMint:
             self.limit.check(session, user_id, request.amount, self.clock.now())
         self.pin_check(user_id, request.pin)
         now = self.clock.now()
+        expires = now + timedelta(seconds=self.authorization_seconds)
         grant = TransferAuthorizationGrant(
-            authorization_id=uuid.uuid4(),
-            expires_at=now + timedelta(seconds=self.authorization_seconds),
-            account_id=request.account_id,
-            recipient_azure_tag=request.recipient_azure_tag,
-            amount=request.amount,
+            uuid.uuid4(), expires, request.account_id, request.recipient_azure_tag, request.amount
         )
         with writing_unit_of_work(self.engine) as session:
             session.add(

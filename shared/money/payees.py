@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, case, exists, false, func, select
-from sqlalchemy.orm import InstrumentedAttribute, Session
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy import ColumnElement, Label, bindparam, case, exists, false, func, select
+from sqlalchemy.orm import Session
 
 from shared.db.schema import Account, AspNetUser
 from shared.money.refusals import PayeeInvalid, PayeeNotFound
@@ -16,7 +15,6 @@ from shared.money.refusals import PayeeInvalid, PayeeNotFound
 @dataclass(frozen=True)
 class Payee:
     user_id: str
-    azure_tag: str
 
 
 def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
@@ -25,7 +23,7 @@ def resolve_payee(session: Session, caller_id: str, azure_tag: str) -> Payee:
     refuse_an_unstorable_tag(azure_tag)
     read = select(*payee_columns()).where(payee_match())
     found = session.execute(read, {"azure_tag": azure_tag}).first()
-    return judge_payee(caller_id, azure_tag, *(found or (None, 0)))
+    return judge_payee(caller_id, *(found or (None, 0)))
 
 
 def refuse_an_unstorable_tag(azure_tag: str) -> None:
@@ -35,13 +33,13 @@ def refuse_an_unstorable_tag(azure_tag: str) -> None:
         raise PayeeNotFound()
 
 
-def judge_payee(caller_id: str, azure_tag: str, user_id: str | None, payee_open: int) -> Payee:
+def judge_payee(caller_id: str, user_id: str | None, payee_open: int) -> Payee:
     """`resolve_payee`'s rungs on `payee_columns` already read (`user_id` None: nobody)."""
     if user_id is None:
         raise PayeeNotFound()
     if user_id == caller_id or not payee_open:
         raise PayeeInvalid()
-    return Payee(user_id=user_id, azure_tag=azure_tag)
+    return Payee(user_id)
 
 
 def payee_match() -> ColumnElement[bool]:
@@ -51,9 +49,9 @@ def payee_match() -> ColumnElement[bool]:
     )
 
 
-def payee_columns() -> tuple[InstrumentedAttribute[str], ColumnElement[int]]:
+def payee_columns() -> tuple[Label[str], Label[int]]:
     """The matched user's Id, and 1 when it has an open account (else 0): CASE WHEN EXISTS,
     because SQL Server has no boolean expression in a select list."""
     open_account = exists().where(Account.UserId == AspNetUser.Id, Account.IsDeleted == false())
-    has_open_account: ColumnElement[int] = case((open_account, 1), else_=0)
-    return AspNetUser.Id, has_open_account
+    has_open_account = case((open_account, 1), else_=0).label("payee_open")
+    return AspNetUser.Id.label("payee_user_id"), has_open_account

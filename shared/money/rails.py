@@ -19,13 +19,8 @@ from shared.clock import Clock
 from shared.db.schema import TransactionType
 from shared.db.uow import writing_unit_of_work
 from shared.errors import ValidationFailed
-from shared.money.accounts import (
-    BalanceWrite,
-    move_money,
-    own_open_account,
-    post_entry,
-    write_balance,
-)
+from shared.money import accounts
+from shared.money.accounts import BalanceWrite
 from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim, run_keyed, store_success
 from shared.money.refusals import InsufficientFunds
 
@@ -81,13 +76,9 @@ class AccountRails:
     ) -> tuple[uuid.UUID, datetime]:
         """A new transaction's Id and instant, its audit row (`details` after its Id) appended."""
         transaction_id, now = uuid.uuid4(), self.clock.now()
+        texts = {k: str(v) for k, v in {"transactionId": transaction_id, **details}.items()}
         self.audit.append(
-            session,
-            actor_user_id=user_id,
-            event=event,
-            occurred_at=now,
-            details={"transactionId": str(transaction_id)}
-            | {k: str(v) for k, v in details.items()},
+            session, actor_user_id=user_id, event=event, occurred_at=now, details=texts
         )
         return transaction_id, now
 
@@ -103,8 +94,8 @@ class AccountRails:
             raise ValidationFailed("toAccountId", "must differ from fromAccountId")
 
         def attempt(session: Session) -> InternalTransferReceipt:
-            source = own_open_account(session, claim.user_id, from_account_id)
-            target = own_open_account(session, claim.user_id, to_account_id)
+            source = accounts.own_open_account(session, claim.user_id, from_account_id)
+            target = accounts.own_open_account(session, claim.user_id, to_account_id)
             if source.Balance < amount:
                 raise InsufficientFunds(available=source.Balance, requested=amount)
             transaction_id, now = self._audited(
@@ -115,7 +106,7 @@ class AccountRails:
                 toAccountId=target.Id,
                 amount=amount,
             )
-            balance = move_money(session, source, target, amount, transaction_id, now)
+            balance = accounts.move_money(session, source, target, amount, transaction_id, now)
             return InternalTransferReceipt(
                 transaction_id, source.Id, target.Id, amount, balance, now
             )
@@ -143,7 +134,7 @@ class AccountRails:
         outflow = type_ is TransactionType.WITHDRAWAL
 
         def attempt(session: Session) -> RailReceipt:
-            account = own_open_account(session, claim.user_id, account_id)
+            account = accounts.own_open_account(session, claim.user_id, account_id)
             if outflow and account.Balance < amount:
                 raise InsufficientFunds(available=account.Balance, requested=amount)
             balance = account.Balance - amount if outflow else account.Balance + amount
@@ -151,8 +142,8 @@ class AccountRails:
             transaction_id, now = self._audited(
                 session, claim.user_id, event, accountId=account.Id, amount=amount
             )
-            write_balance(session, BalanceWrite(account.Id, account.Version, balance))
-            post_entry(session, account.Id, type_, amount, now, entry_id=transaction_id)
+            accounts.write_balance(session, BalanceWrite(account.Id, account.Version, balance))
+            accounts.post_entry(session, account.Id, type_, amount, now, entry_id=transaction_id)
             return RailReceipt(transaction_id, account.Id, amount, balance, now)
 
         return self._run(claim, attempt)

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any, cast
 
 from sqlalchemy import (
     BindParameter,
     ColumnElement,
+    Executable,
     Insert,
     Select,
     Table,
@@ -102,15 +104,11 @@ _BOUND: tuple[tuple[str, ColumnElement[Any], Callable[[TransferWrites], object]]
     ("recipient_azure_tag", _ledger.c.RecipientAzureTag, lambda w: w.recipient_azure_tag),
     ("now", _ledger.c.CreatedAt, lambda w: w.now),
     ("authorization_id", _authorizations.c.Id, lambda w: w.authorization_id),
-    ("audit_id", _audit.c.Id, lambda w: w.audit.id),
-    ("audit_sequence", _audit.c.Sequence, lambda w: w.audit.sequence),
-    ("audit_payload_version", _audit.c.PayloadVersion, lambda w: w.audit.payload_version),
-    ("audit_actor_user_id", _audit.c.ActorUserId, lambda w: w.audit.actor_user_id),
-    ("audit_event", _audit.c.Event, lambda w: w.audit.event),
-    ("audit_occurred_at", _audit.c.OccurredAt, lambda w: w.audit.occurred_at),
-    ("audit_details", _audit.c.Details, lambda w: w.audit.details),
-    ("audit_previous_hash", _audit.c.PreviousHash, lambda w: w.audit.previous_hash),
-    ("audit_row_hash", _audit.c.RowHash, lambda w: w.audit.row_hash),
+    # audit_<field> for each field of the sealed row, into its AuditEvents column (in PascalCase).
+    *(
+        (f"audit_{name}", _audit.c[name.title().replace("_", "")], attrgetter(f"audit.{name}"))
+        for name in (field.name for field in fields(SealedAuditRow))
+    ),
     ("record_id", _records.c.Id, lambda w: w.success.record_id),
     ("response_status", _records.c.ResponseStatus, lambda w: w.success.status),
     ("response_body", _records.c.ResponseBody, lambda w: w.success.body),
@@ -166,7 +164,6 @@ def _writes() -> tuple[tuple[str, Update | Insert, bool], ...]:
             TransactionId=_p("transaction_id"),
         )
     )
-    # The audit row: every value `_BOUND` types by an AuditEvents column.
     audit = insert(_audit).values(
         {column.name: _p(name) for name, column, _ in _BOUND if column.table is _audit}
     )
@@ -257,9 +254,7 @@ def mssql_transfer_write() -> TextClause:
     return text(_MSSQL_WRITES).bindparams(*(_p(name) for name in _TYPED))
 
 
-def _round_trip(
-    session: Session, statement: Select[tuple[int, int]] | TextClause, writes: TransferWrites
-) -> WriteOutcome:
+def _round_trip(session: Session, statement: Executable, writes: TransferWrites) -> WriteOutcome:
     balances, spent = session.execute(statement, parameters(writes)).one()
     return WriteOutcome(int(balances), int(spent))
 

@@ -1,11 +1,6 @@
 """The external transfer spends a minted authorization under the user's application lock, the day
-decided against the instant of the spend (docs/decisions.md#adr-0050-d4; its lock order and
-statement budget are docs/architecture.md#lock-order's):
-
-    the pre-check's one read: a replay, or the rungs before the lock
-    → retry loop { the key's claim → application lock → both accounts → authoritative sum →
-      balance → tail lock → ONE round trip of writes (transfer_write_sql) → commit }
-"""
+decided against the instant of the spend (docs/decisions.md#adr-0050-d4; its steps, lock order and
+statement budget are docs/architecture.md#lock-order's)."""
 
 from __future__ import annotations
 
@@ -29,28 +24,12 @@ from shared.db.schema import (
     TransferAuthorization,
 )
 from shared.db.uow import one_read
-from shared.money import refusals
+from shared.money import idempotency, payees, refusals
 from shared.money.accounts import BalanceWrite, in_lock_order, open_account_and_primary_account
 from shared.money.applock_sql import DailyLimitLock
 from shared.money.daily_limit import DailyOutflowLimit, daily_outflow_statement
-from shared.money.idempotency import (
-    Answer,
-    HeldKey,
-    IdempotencyClaim,
-    LostRace,
-    committed_answer,
-    key_match,
-    key_parameters,
-    run_keyed,
-    stored_answer,
-)
-from shared.money.payees import (
-    Payee,
-    judge_payee,
-    payee_columns,
-    payee_match,
-    refuse_an_unstorable_tag,
-)
+from shared.money.idempotency import Answer, HeldKey, IdempotencyClaim
+from shared.money.payees import Payee
 from shared.money.transfer_write_sql import TransferWriter, TransferWrites
 
 TRANSFER_COMPLETED = "TransferCompleted"
@@ -93,7 +72,7 @@ class TransferService:
             return checked
         unit = partial(self.lock.unit_of_work, self.engine)
         attempt = partial(self._attempt, order=order, payee=checked)
-        return run_keyed(unit, claim, self.clock, attempt)
+        return idempotency.run_keyed(unit, claim, self.clock, attempt)
 
     def pre_check(
         self, session: Session, claim: IdempotencyClaim[Any], order: TransferOrder, now: datetime
@@ -101,10 +80,10 @@ class TransferService:
         """The stored answer to replay, or the payee once the order passed every rung before the
         lock (docs/decisions.md#adr-0050-rung-table), the key's record first: a committed transfer
         spent its authorization. Nothing here is authoritative, so one read serves every rung."""
-        refuse_an_unstorable_tag(order.recipient_azure_tag)
+        payees.refuse_an_unstorable_tag(order.recipient_azure_tag)
         if order.authorization_id is None:
             # Only the key can answer before this rung; no authorization is not a value to bind.
-            if (replay := committed_answer(session, claim)) is not None:
+            if (replay := idempotency.committed_answer(session, claim)) is not None:
                 return replay
             raise refusals.AuthorizationRequired()
         user_id = claim.user_id
@@ -112,16 +91,16 @@ class TransferService:
         row = session.execute(
             _pre_check_read(),
             {
-                **key_parameters(claim),
+                **idempotency.key_parameters(claim),
                 "azure_tag": order.recipient_azure_tag,
                 "authorization_id": order.authorization_id,
                 "day_start": day_start,
                 "day_end": day_end,
             },
         ).one()
-        if (replay := stored_answer(claim, row)) is not None:
+        if (replay := idempotency.stored_answer(claim, row)) is not None:
             return replay
-        payee = judge_payee(user_id, order.recipient_azure_tag, row.payee_user_id, row.payee_open)
+        payee = payees.judge_payee(user_id, row.payee_user_id, row.payee_open)
         # Another user's authorization and a mismatch answer alike: INVALID says nothing more.
         authorized = (row.UserId, row.AccountId, row.RecipientAzureTag, row.Amount, row.Status)
         ordered = (user_id, order.account_id, order.recipient_azure_tag, order.amount)
@@ -162,18 +141,15 @@ class TransferService:
         )
         # Rendered before the tail lock: every instant under the tail is every transfer's.
         success = held.success(receipt, now)
+        facts = {
+            "transactionId": str(receipt.transaction_id),
+            "accountId": str(order.account_id),
+            "recipientAzureTag": order.recipient_azure_tag,
+            "amount": str(order.amount),
+        }
         # The reads above were plain; the first row lock is in the writes, after the tail's.
         audit_row = self.audit.seal(
-            session,
-            actor_user_id=user_id,
-            event=TRANSFER_COMPLETED,
-            occurred_at=now,
-            details={
-                "transactionId": str(receipt.transaction_id),
-                "accountId": str(order.account_id),
-                "recipientAzureTag": order.recipient_azure_tag,
-                "amount": str(order.amount),
-            },
+            session, actor_user_id=user_id, event=TRANSFER_COMPLETED, occurred_at=now, details=facts
         )
         assert order.authorization_id is not None
         writes = TransferWrites(
@@ -195,17 +171,12 @@ class TransferService:
         outcome = self.writes(session, writes)
         # Whatever half-applied rolls back with the attempt, the audit row too.
         if outcome.balances != 2:
-            raise LostRace()
+            raise idempotency.LostRace()
         if outcome.spent == 1:
             return success.answer()
         # The authorization is no longer Pending and unexpired (of two spends, the second's case).
-        expires_at = session.scalar(
-            select(TransferAuthorization.ExpiresAt).where(
-                TransferAuthorization.Id == order.authorization_id,
-                TransferAuthorization.Status == AuthorizationStatus.PENDING.value,
-            )
-        )
-        if expires_at is not None and expires_at <= now:
+        grant = session.get(TransferAuthorization, order.authorization_id)
+        if grant and grant.Status == AuthorizationStatus.PENDING.value and grant.ExpiresAt <= now:
             raise refusals.AuthorizationExpired()
         raise refusals.AuthorizationInvalid()
 
@@ -217,10 +188,9 @@ def _pre_check_read() -> Select[
     """One row whatever matches: a one-row anchor (SQL Server has no FROM-less join), outer-joined
     to the key's record, the tag's user and the authorization, with the day's sum beside them."""
     anchor = select(literal(1).label("one")).subquery("anchor")
-    payee_user_id, payee_open = payee_columns()
     joined = (
-        anchor.outerjoin(IdempotencyRecord, key_match())
-        .outerjoin(AspNetUser, payee_match())
+        anchor.outerjoin(IdempotencyRecord, idempotency.key_match())
+        .outerjoin(AspNetUser, payees.payee_match())
         .outerjoin(TransferAuthorization, TransferAuthorization.Id == bindparam("authorization_id"))
     )
     return select(
@@ -228,8 +198,7 @@ def _pre_check_read() -> Select[
         IdempotencyRecord.State,
         IdempotencyRecord.ResponseStatus,
         IdempotencyRecord.ResponseBody,
-        payee_user_id.label("payee_user_id"),
-        payee_open.label("payee_open"),
+        *payees.payee_columns(),
         TransferAuthorization.UserId,
         TransferAuthorization.AccountId,
         TransferAuthorization.RecipientAzureTag,
