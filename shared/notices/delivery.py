@@ -151,18 +151,8 @@ class NoticeDeliveryRun:
             # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
             evidence_log.warning("%s", finding.line)
         attempt = _Attempt(notice, kind, finding)
-        message = self._render(attempt)
-        if isinstance(message, DeliveryOutcome):
-            return message
-        receipt = self._transport_step(attempt, message)
-        if isinstance(receipt, DeliveryOutcome):
-            return receipt
-        return self._mark(attempt, receipt)
-
-    def _render(self, attempt: _Attempt) -> bytes | DeliveryOutcome:
-        notice = attempt.notice
         try:
-            return render_notice(
+            message = render_notice(
                 notice_id=notice.id,
                 kind=notice.kind,
                 occurred_at=notice.created_at,
@@ -175,11 +165,8 @@ class NoticeDeliveryRun:
                 DeliveryStatus.UNRENDERABLE_KIND,
                 "Notice not delivered: %s: kind %r has no message; the row stays owed",
             )
-
-    def _transport_step(self, attempt: _Attempt, message: bytes) -> str | DeliveryOutcome:
-        notice_id = attempt.notice.id
         try:
-            return self.transport.deliver(notice_id, message)
+            receipt = self.transport.deliver(notice.id, message)
         except NoticeRefused:
             # Never overwritten: the row stays owed beside what is there (ADR-0048 D3).
             return attempt.warned(
@@ -187,7 +174,7 @@ class NoticeDeliveryRun:
                 "Notice refused: %s (%s): the %s already holds %s; the row stays owed beside it "
                 "(runbook: the row is the truth; move the file and run again, or mark the row)",
                 self.transport.describe(),
-                notice_file_name(notice_id),
+                notice_file_name(notice.id),
             )
         except Exception as exc:
             failure = type(exc).__name__
@@ -197,6 +184,7 @@ class NoticeDeliveryRun:
                 failure,
                 detail=failure,
             )
+        return self._mark(attempt, receipt)
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
