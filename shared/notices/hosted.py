@@ -99,24 +99,21 @@ class HostedRelay:
         return self.telemetry.sweep(self.kind, self.sweep().run)
 
 
+@dataclass(eq=False)
 class NoticeRelayService:
     """The API's loop beside `azurebank serve`, always registered (ADR-0048 D1): each tick is
     HostedRelay's, on a worker thread, so delivery never blocks the event loop serving HTTP."""
 
-    def __init__(self, relay: HostedRelay) -> None:
-        self.relay = relay
-        notices = relay.settings.Notices
-        self.period_seconds = float(notices.PeriodSeconds)
-        self.lease_seconds = float(notices.LeaseSeconds)
-        self._task: asyncio.Task[None] | None = None
-        self._inflight: asyncio.Future[NoticeSweepSummary | None] | None = None
+    relay: HostedRelay
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _inflight: asyncio.Future[NoticeSweepSummary | None] | None = field(default=None, init=False)
 
     @property
     def delivers(self) -> bool:
         return self.relay.delivers
 
     def start(self) -> None:
-        self.relay.announce(f"every {int(self.period_seconds)}s")
+        self.relay.announce(f"every {self.relay.settings.Notices.PeriodSeconds}s")
         if self.relay.delivers:
             self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")
 
@@ -128,18 +125,18 @@ class NoticeRelayService:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         if self._inflight is not None and not self._inflight.done():
-            await asyncio.wait([self._inflight], timeout=self.lease_seconds)
+            await asyncio.wait([self._inflight], timeout=self.relay.settings.Notices.LeaseSeconds)
 
     async def run(self) -> None:
         """The first look one full period after start, then one sweep per period; a sweep that
         overruns its period is followed by one at once, never by a burst (PeriodicTimer)."""
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + self.period_seconds
+        loop, period = asyncio.get_running_loop(), self.relay.settings.Notices.PeriodSeconds
+        next_at = loop.time() + period
         try:
             while True:
                 await asyncio.sleep(max(0.0, next_at - loop.time()))
                 await self.sweep_once()
-                next_at = max(next_at + self.period_seconds, loop.time())
+                next_at = max(next_at + period, loop.time())
         except asyncio.CancelledError:
             log.info("Notice relay: stopped")  # cancellation is shutdown, not a failure
 
