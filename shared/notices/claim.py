@@ -94,21 +94,19 @@ class NoticeClaim:
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
         self._held = self._held_query()
+        # A bind parameter without a value takes the type of the column it is compared or set to.
         self._renew = (
             update(_NOTICES)
             .where(self._held_by_this_runner())
-            .values(LeasedUntil=bindparam("lease_until", type_=_NOTICES.c.LeasedUntil.type))
+            .values(LeasedUntil=bindparam("lease_until"))
             .returning(_NOTICES.c.Id)
         )
         self._mark = (
             update(_NOTICES)
-            .where(
-                _NOTICES.c.Id == bindparam("notice_id", type_=_NOTICES.c.Id.type),
-                _NOTICES.c.DeliveredAt.is_(None),
-            )
+            .where(_NOTICES.c.Id == bindparam("notice_id"), _NOTICES.c.DeliveredAt.is_(None))
             .values(
-                DeliveredAt=bindparam("delivered_at", type_=_NOTICES.c.DeliveredAt.type),
-                DeliveryReceipt=bindparam("receipt", type_=_NOTICES.c.DeliveryReceipt.type),
+                DeliveredAt=bindparam("delivered_at"),
+                DeliveryReceipt=bindparam("receipt"),
                 LeasedBy=None,
                 LeasedUntil=None,
             )
