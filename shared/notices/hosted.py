@@ -33,17 +33,14 @@ def make_runner_name(kind: RunnerKind) -> str:
     random suffix tells two processes apart when a pid is reused."""
     if kind not in ("api", "function", "verb"):
         raise ValueError(f"unknown runner kind {kind!r}")
-    return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
+    # The host's first label, with '/' and whitespace replaced, so the name splits into four parts.
+    label = socket.gethostname().split(".")[0] or "unknown-host"
+    host = re.sub(r"[/\s]", "-", label)[:_HOST_MAX]
+    return f"{kind}/{host}/{os.getpid()}/{secrets.token_hex(4)}"
 
 
 def runner_kind(name: str) -> str:
     return name.split("/", 1)[0]
-
-
-def _host() -> str:
-    # The first label only, with '/' and whitespace replaced, so the name splits into four parts.
-    label = socket.gethostname().split(".")[0] or "unknown-host"
-    return re.sub(r"[/\s]", "-", label)[:_HOST_MAX]
 
 
 class Sweep(Protocol):
