@@ -1,8 +1,5 @@
 """NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
-transport → mark (docs/decisions.md#adr-0048-d4); the first that cannot go on answers the outcome,
-and no outcome or log line holds the address, a path or a recipient. The mark is its own writing
-unit after the transport (none is open across I/O), retried after a database fault while the
-lease holds: a file beside an unmarked row is refused every lease."""
+transport → mark, the mark retried while the lease holds (docs/decisions.md#adr-0048-d4: why)."""
 
 from __future__ import annotations
 

@@ -49,9 +49,8 @@ class Sweep(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class HostedRelay:
-    """One hosted runner. When `Notices__Runner` names it: its runner name, its target's
-    description and its sweep, built on the first tick (nothing connects at start); otherwise
-    none of them, and its ticks touch nothing."""
+    """One hosted runner. Named by `Notices__Runner`, it has a runner name, a target and a sweep
+    built on its first tick (nothing connects at start); else none, and its ticks touch nothing."""
 
     kind: HostedKind
     settings: Settings
