@@ -1,6 +1,5 @@
-"""A notice as an RFC 5322 message: the bytes the standard library's `email` package writes
-(docs/decisions.md#adr-0048-alternatives-declined), and whether a user's `Email` can stand as its
-`To`: an unusable one is an outcome at Warning, never a crash (docs/decisions.md#adr-0048-d7)."""
+"""A notice as the RFC 5322 bytes the standard library's `email` package writes (no mail library:
+ADR-0048 alternatives declined), and whether a user's `Email` can stand as its `To` (D7 there)."""
 
 from __future__ import annotations
 
