@@ -30,6 +30,19 @@ _KIND_SHOWN = 32
 # seconds of pauses, plus each try's own bounds (Database__ConnectTimeoutSeconds and the rest).
 MARK_ATTEMPTS = 8
 MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
+# The mark's log lines, each naming the notice's Id and Kind first.
+_MARK_FAILED = (
+    "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark failed with %s after %d "
+    "tries; the row stays owed beside it (runbook: the row is the truth; mark the row)"
+)
+_MARK_RETRIED = (
+    "Notice mark of %s (%s) failed with %s (a database fault); trying again in %gs while the "
+    "lease holds (try %d of %d)"
+)
+_MARK_TAKEN = (
+    "Notice mark found the row taken: %s (%s) was already marked delivered by another runner; "
+    "receipt %s is not recorded on it"
+)
 
 
 class EvidenceQuestion(enum.StrEnum):
@@ -193,36 +206,14 @@ class NoticeDeliveryRun:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
                 if not self._may_retry(exc, try_number, pause, attempt.notice.leased_until):
-                    log.error(
-                        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark "
-                        "failed with %s after %d tries; the row stays owed beside it (runbook: "
-                        "the row is the truth; mark the row)",
-                        notice_id,
-                        attempt.kind,
-                        receipt,
-                        fault,
-                        try_number,
-                    )
+                    log.error(_MARK_FAILED, notice_id, attempt.kind, receipt, fault, try_number)
                     raise
                 log.warning(
-                    "Notice mark of %s (%s) failed with %s (a database fault); trying again in "
-                    "%gs while the lease holds (try %d of %d)",
-                    notice_id,
-                    attempt.kind,
-                    fault,
-                    pause,
-                    try_number,
-                    MARK_ATTEMPTS,
+                    _MARK_RETRIED, notice_id, attempt.kind, fault, pause, try_number, MARK_ATTEMPTS
                 )
                 self.sleep(pause)
         if not marked:
-            log.warning(
-                "Notice mark found the row taken: %s (%s) was already marked delivered by another "
-                "runner; receipt %s is not recorded on it",
-                notice_id,
-                attempt.kind,
-                receipt,
-            )
+            log.warning(_MARK_TAKEN, notice_id, attempt.kind, receipt)
             return attempt.outcome(DeliveryStatus.TAKEN, receipt=receipt)
         log.info("Notice delivered: %s (%s), receipt %s", notice_id, attempt.kind, receipt)
         return attempt.outcome(DeliveryStatus.DELIVERED, receipt=receipt)
