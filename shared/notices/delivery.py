@@ -83,31 +83,23 @@ class DeliveryStatus(enum.StrEnum):
     TAKEN = "taken"  # the mark found the row already delivered by another runner
 
 
+_SETTLED = frozenset({DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN})  # the row is delivered
 # The statuses that leave the row owed and held by this runner (counted against its batch).
-FAILURES = frozenset(
-    {
-        DeliveryStatus.UNUSABLE_ADDRESS,
-        DeliveryStatus.UNRENDERABLE_KIND,
-        DeliveryStatus.TRANSPORT_FAILED,
-    }
-)
+FAILURES = frozenset(DeliveryStatus) - _SETTLED - {DeliveryStatus.REFUSED}
 
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
-    """One attempt's result. `detail` is safe to print: an AddressProblem value or the
-    transport's exception type name, never its message."""
-
     notice_id: uuid.UUID
     kind: str
     status: DeliveryStatus
     receipt: str | None = None
-    detail: str | None = None
+    detail: str | None = None  # safe to print: an AddressProblem value or an exception's type
     finding: EvidenceFinding | None = None
 
     @property
     def owed(self) -> bool:
-        return self.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN)
+        return self.status not in _SETTLED
 
 
 @dataclass(frozen=True)
