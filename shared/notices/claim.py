@@ -76,9 +76,8 @@ class HeldNotice:
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """What one renew-and-claim did. `lease_until` is the instant this runner wrote, kept in memory:
-    the sweep measures its own lease against it, never against a value read back."""
-
+    # The instant this runner wrote, kept in memory: the sweep measures its own lease against it,
+    # never against a value read back.
     lease_until: datetime
     renewed_ids: frozenset[uuid.UUID]
     claimed_ids: tuple[uuid.UUID, ...]
