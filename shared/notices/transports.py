@@ -215,10 +215,9 @@ def _inside_git_tree(directory: Path) -> bool:
         result = subprocess.run(
             ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
             capture_output=True,
-            text=True,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return False
-    return result.returncode == 0 and result.stdout.strip() == "true"
+    return result.returncode == 0 and result.stdout.strip() == b"true"
