@@ -41,9 +41,8 @@ VERB_LEASE_SECONDS = 120
 
 
 def evidence_stands(notices: FromClause) -> ColumnElement[int]:
-    """1 when the notice's audit row stands (ADR-0052 D3, D6): the row it names, if that row's
-    `(ActorUserId, Event)` is its `(UserId, Kind)`, or else any row of its kind for the user.
-    Compared in SQL, between columns, so a collation treats the pair as every other comparison."""
+    """1 when the notice's audit row stands (ADR-0052 D3, D6), `(ActorUserId, Event)` compared with
+    `(UserId, Kind)` in SQL, between columns, so a collation treats them as any other comparison."""
     named, any_of_kind = (_AUDIT.alias("named_row"), _AUDIT.alias("row_of_kind"))
 
     def of_this_notice(row: FromClause) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
@@ -76,9 +75,8 @@ class HeldNotice:
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """What one renew-and-claim did. `lease_until` is the instant this runner wrote, kept in memory:
-    the sweep measures its own lease against it, never against a value read back."""
-
+    # The instant this runner wrote, kept in memory: the sweep measures its own lease against it,
+    # never against a value read back.
     lease_until: datetime
     renewed_ids: frozenset[uuid.UUID]
     claimed_ids: tuple[uuid.UUID, ...]
@@ -94,21 +92,19 @@ class NoticeClaim:
         self.lease = timedelta(seconds=lease_seconds)
         self.batch_size = batch_size
         self._held = self._held_query()
+        # A bind parameter without a value takes the type of the column it is compared or set to.
         self._renew = (
             update(_NOTICES)
             .where(self._held_by_this_runner())
-            .values(LeasedUntil=bindparam("lease_until", type_=_NOTICES.c.LeasedUntil.type))
+            .values(LeasedUntil=bindparam("lease_until"))
             .returning(_NOTICES.c.Id)
         )
         self._mark = (
             update(_NOTICES)
-            .where(
-                _NOTICES.c.Id == bindparam("notice_id", type_=_NOTICES.c.Id.type),
-                _NOTICES.c.DeliveredAt.is_(None),
-            )
+            .where(_NOTICES.c.Id == bindparam("notice_id"), _NOTICES.c.DeliveredAt.is_(None))
             .values(
-                DeliveredAt=bindparam("delivered_at", type_=_NOTICES.c.DeliveredAt.type),
-                DeliveryReceipt=bindparam("receipt", type_=_NOTICES.c.DeliveryReceipt.type),
+                DeliveredAt=bindparam("delivered_at"),
+                DeliveryReceipt=bindparam("receipt"),
                 LeasedBy=None,
                 LeasedUntil=None,
             )
@@ -132,11 +128,9 @@ class NoticeClaim:
         lease_until = now + self.lease
         renewed = frozenset[uuid.UUID]() if holds_none else self.renew(session, lease_until)
         still_resting = renewed.intersection(resting)
-        room = self.batch_size - (len(renewed) - len(still_resting))
-        claimed = (
-            self.claim(session, now=now, lease_until=lease_until, limit=room) if room > 0 else []
-        )
-        return ClaimResult(lease_until, renewed, tuple(claimed), still_resting, max(room, 0))
+        room = max(self.batch_size - (len(renewed) - len(still_resting)), 0)
+        claimed = self.claim(session, now=now, lease_until=lease_until, limit=room) if room else []
+        return ClaimResult(lease_until, renewed, tuple(claimed), still_resting, room)
 
     def renew(self, session: Session, lease_until: datetime) -> frozenset[uuid.UUID]:
         return frozenset(session.scalars(self._renew, {"lease_until": lease_until}))

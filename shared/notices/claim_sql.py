@@ -1,7 +1,5 @@
-"""The lease claim as SQL: one set-based UPDATE per dialect, and nowhere else
-(docs/database.md#sql-that-differs-by-dialect, docs/decisions.md#adr-0048-d2). The outer UPDATE
-repeats the free-row predicate, so a row that stopped being free between the pick and the write
-is never stamped; the instants are bind parameters, so a runner builds it once per batch size."""
+"""The lease claim as SQL, one set-based UPDATE per dialect and nowhere else; why it reads as it
+does: docs/database.md#sql-that-differs-by-dialect and docs/decisions.md#adr-0048-d2."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """NoticeDeliveryRun: the per-row steps every runner shares, address → evidence → render →
-transport → mark (docs/decisions.md#adr-0048-d4); the first that cannot go on answers the outcome,
-and no outcome or log line holds the address, a path or a recipient. The mark is its own writing
-unit after the transport (none is open across I/O), retried after a database fault while the
-lease holds: a file beside an unmarked row is refused every lease."""
+transport → mark, the mark retried while the lease holds (docs/decisions.md#adr-0048-d4: why)."""
 
 from __future__ import annotations
 
@@ -33,6 +30,19 @@ _KIND_SHOWN = 32
 # seconds of pauses, plus each try's own bounds (Database__ConnectTimeoutSeconds and the rest).
 MARK_ATTEMPTS = 8
 MARK_PAUSES_SECONDS = (0.1, 0.25, 0.5, 1.0, 2.0)
+# The mark's log lines, each naming the notice's Id and Kind first.
+_MARK_FAILED = (
+    "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark failed with %s after %d "
+    "tries; the row stays owed beside it (runbook: the row is the truth; mark the row)"
+)
+_MARK_RETRIED = (
+    "Notice mark of %s (%s) failed with %s (a database fault); trying again in %gs while the "
+    "lease holds (try %d of %d)"
+)
+_MARK_TAKEN = (
+    "Notice mark found the row taken: %s (%s) was already marked delivered by another runner; "
+    "receipt %s is not recorded on it"
+)
 
 
 class EvidenceQuestion(enum.StrEnum):
@@ -73,31 +83,23 @@ class DeliveryStatus(enum.StrEnum):
     TAKEN = "taken"  # the mark found the row already delivered by another runner
 
 
+_SETTLED = frozenset({DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN})  # the row is delivered
 # The statuses that leave the row owed and held by this runner (counted against its batch).
-FAILURES = frozenset(
-    {
-        DeliveryStatus.UNUSABLE_ADDRESS,
-        DeliveryStatus.UNRENDERABLE_KIND,
-        DeliveryStatus.TRANSPORT_FAILED,
-    }
-)
+FAILURES = frozenset(DeliveryStatus) - _SETTLED - {DeliveryStatus.REFUSED}
 
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
-    """One attempt's result. `detail` is safe to print: an AddressProblem value or the
-    transport's exception type name, never its message."""
-
     notice_id: uuid.UUID
     kind: str
     status: DeliveryStatus
     receipt: str | None = None
-    detail: str | None = None
+    detail: str | None = None  # safe to print: an AddressProblem value or an exception's type
     finding: EvidenceFinding | None = None
 
     @property
     def owed(self) -> bool:
-        return self.status not in (DeliveryStatus.DELIVERED, DeliveryStatus.TAKEN)
+        return self.status not in _SETTLED
 
 
 @dataclass(frozen=True)
@@ -151,18 +153,8 @@ class NoticeDeliveryRun:
             # A Warning, and nothing else changes (docs/decisions.md#adr-0052-d6).
             evidence_log.warning("%s", finding.line)
         attempt = _Attempt(notice, kind, finding)
-        message = self._render(attempt)
-        if isinstance(message, DeliveryOutcome):
-            return message
-        receipt = self._transport_step(attempt, message)
-        if isinstance(receipt, DeliveryOutcome):
-            return receipt
-        return self._mark(attempt, receipt)
-
-    def _render(self, attempt: _Attempt) -> bytes | DeliveryOutcome:
-        notice = attempt.notice
         try:
-            return render_notice(
+            message = render_notice(
                 notice_id=notice.id,
                 kind=notice.kind,
                 occurred_at=notice.created_at,
@@ -175,11 +167,8 @@ class NoticeDeliveryRun:
                 DeliveryStatus.UNRENDERABLE_KIND,
                 "Notice not delivered: %s: kind %r has no message; the row stays owed",
             )
-
-    def _transport_step(self, attempt: _Attempt, message: bytes) -> str | DeliveryOutcome:
-        notice_id = attempt.notice.id
         try:
-            return self.transport.deliver(notice_id, message)
+            receipt = self.transport.deliver(notice.id, message)
         except NoticeRefused:
             # Never overwritten: the row stays owed beside what is there (ADR-0048 D3).
             return attempt.warned(
@@ -187,7 +176,7 @@ class NoticeDeliveryRun:
                 "Notice refused: %s (%s): the %s already holds %s; the row stays owed beside it "
                 "(runbook: the row is the truth; move the file and run again, or mark the row)",
                 self.transport.describe(),
-                notice_file_name(notice_id),
+                notice_file_name(notice.id),
             )
         except Exception as exc:
             failure = type(exc).__name__
@@ -197,6 +186,7 @@ class NoticeDeliveryRun:
                 failure,
                 detail=failure,
             )
+        return self._mark(attempt, receipt)
 
     def _mark(self, attempt: _Attempt, receipt: str) -> DeliveryOutcome:
         notice_id = attempt.notice.id
@@ -208,36 +198,14 @@ class NoticeDeliveryRun:
                 pause = MARK_PAUSES_SECONDS[min(try_number, len(MARK_PAUSES_SECONDS)) - 1]
                 fault = type(exc).__name__
                 if not self._may_retry(exc, try_number, pause, attempt.notice.leased_until):
-                    log.error(
-                        "Notice mark failed: %s (%s) was delivered (receipt %s) but its mark "
-                        "failed with %s after %d tries; the row stays owed beside it (runbook: "
-                        "the row is the truth; mark the row)",
-                        notice_id,
-                        attempt.kind,
-                        receipt,
-                        fault,
-                        try_number,
-                    )
+                    log.error(_MARK_FAILED, notice_id, attempt.kind, receipt, fault, try_number)
                     raise
                 log.warning(
-                    "Notice mark of %s (%s) failed with %s (a database fault); trying again in "
-                    "%gs while the lease holds (try %d of %d)",
-                    notice_id,
-                    attempt.kind,
-                    fault,
-                    pause,
-                    try_number,
-                    MARK_ATTEMPTS,
+                    _MARK_RETRIED, notice_id, attempt.kind, fault, pause, try_number, MARK_ATTEMPTS
                 )
                 self.sleep(pause)
         if not marked:
-            log.warning(
-                "Notice mark found the row taken: %s (%s) was already marked delivered by another "
-                "runner; receipt %s is not recorded on it",
-                notice_id,
-                attempt.kind,
-                receipt,
-            )
+            log.warning(_MARK_TAKEN, notice_id, attempt.kind, receipt)
             return attempt.outcome(DeliveryStatus.TAKEN, receipt=receipt)
         log.info("Notice delivered: %s (%s), receipt %s", notice_id, attempt.kind, receipt)
         return attempt.outcome(DeliveryStatus.DELIVERED, receipt=receipt)

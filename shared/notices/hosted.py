@@ -33,17 +33,14 @@ def make_runner_name(kind: RunnerKind) -> str:
     random suffix tells two processes apart when a pid is reused."""
     if kind not in ("api", "function", "verb"):
         raise ValueError(f"unknown runner kind {kind!r}")
-    return f"{kind}/{_host()}/{os.getpid()}/{secrets.token_hex(4)}"
+    # The host's first label, with '/' and whitespace replaced, so the name splits into four parts.
+    label = socket.gethostname().split(".")[0] or "unknown-host"
+    host = re.sub(r"[/\s]", "-", label)[:_HOST_MAX]
+    return f"{kind}/{host}/{os.getpid()}/{secrets.token_hex(4)}"
 
 
 def runner_kind(name: str) -> str:
     return name.split("/", 1)[0]
-
-
-def _host() -> str:
-    # The first label only, with '/' and whitespace replaced, so the name splits into four parts.
-    label = socket.gethostname().split(".")[0] or "unknown-host"
-    return re.sub(r"[/\s]", "-", label)[:_HOST_MAX]
 
 
 class Sweep(Protocol):
@@ -52,9 +49,8 @@ class Sweep(Protocol):
 
 @dataclass(frozen=True, eq=False)
 class HostedRelay:
-    """One hosted runner. When `Notices__Runner` names it: its runner name, its target's
-    description and its sweep, built on the first tick (nothing connects at start); otherwise
-    none of them, and its ticks touch nothing."""
+    """One hosted runner. Named by `Notices__Runner`, it has a runner name, a target and a sweep
+    built on its first tick (nothing connects at start); else none, and its ticks touch nothing."""
 
     kind: HostedKind
     settings: Settings
@@ -99,24 +95,21 @@ class HostedRelay:
         return self.telemetry.sweep(self.kind, self.sweep().run)
 
 
+@dataclass(eq=False)
 class NoticeRelayService:
     """The API's loop beside `azurebank serve`, always registered (ADR-0048 D1): each tick is
     HostedRelay's, on a worker thread, so delivery never blocks the event loop serving HTTP."""
 
-    def __init__(self, relay: HostedRelay) -> None:
-        self.relay = relay
-        notices = relay.settings.Notices
-        self.period_seconds = float(notices.PeriodSeconds)
-        self.lease_seconds = float(notices.LeaseSeconds)
-        self._task: asyncio.Task[None] | None = None
-        self._inflight: asyncio.Future[NoticeSweepSummary | None] | None = None
+    relay: HostedRelay
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _inflight: asyncio.Future[NoticeSweepSummary | None] | None = field(default=None, init=False)
 
     @property
     def delivers(self) -> bool:
         return self.relay.delivers
 
     def start(self) -> None:
-        self.relay.announce(f"every {int(self.period_seconds)}s")
+        self.relay.announce(f"every {self.relay.settings.Notices.PeriodSeconds}s")
         if self.relay.delivers:
             self._task = asyncio.get_running_loop().create_task(self.run(), name="notice-relay")
 
@@ -128,18 +121,18 @@ class NoticeRelayService:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         if self._inflight is not None and not self._inflight.done():
-            await asyncio.wait([self._inflight], timeout=self.lease_seconds)
+            await asyncio.wait([self._inflight], timeout=self.relay.settings.Notices.LeaseSeconds)
 
     async def run(self) -> None:
         """The first look one full period after start, then one sweep per period; a sweep that
         overruns its period is followed by one at once, never by a burst (PeriodicTimer)."""
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + self.period_seconds
+        loop, period = asyncio.get_running_loop(), self.relay.settings.Notices.PeriodSeconds
+        next_at = loop.time() + period
         try:
             while True:
                 await asyncio.sleep(max(0.0, next_at - loop.time()))
                 await self.sweep_once()
-                next_at = max(next_at + self.period_seconds, loop.time())
+                next_at = max(next_at + period, loop.time())
         except asyncio.CancelledError:
             log.info("Notice relay: stopped")  # cancellation is shutdown, not a failure
 

@@ -1,6 +1,5 @@
-"""A notice as an RFC 5322 message: the bytes the standard library's `email` package writes
-(docs/decisions.md#adr-0048-alternatives-declined), and whether a user's `Email` can stand as its
-`To`: an unusable one is an outcome at Warning, never a crash (docs/decisions.md#adr-0048-d7)."""
+"""A notice as the RFC 5322 bytes the standard library's `email` package writes (no mail library:
+ADR-0048 alternatives declined), and whether a user's `Email` can stand as its `To` (D7 there)."""
 
 from __future__ import annotations
 
@@ -148,13 +147,6 @@ _PLAIN_ADDRESS = re.compile(
 _PLAIN_CONTACT = re.compile(
     rf"[\x20-\x7e]{{0,{_LINE - len('If it was not, contact us at once: ')}}}"
 )
-_PLAIN_TAIL = (
-    f"Auto-Submitted: {AUTO_SUBMITTED}\r\n"
-    'Content-Type: text/plain; charset="utf-8"\r\n'
-    "Content-Transfer-Encoding: 7bit\r\n"
-    "MIME-Version: 1.0\r\n"
-    "\r\n"
-)
 
 
 def _plain_message(notice_id: uuid.UUID, kind: str, address: str, date: str, body: str) -> bytes:
@@ -165,7 +157,11 @@ def _plain_message(notice_id: uuid.UUID, kind: str, address: str, date: str, bod
         f"Subject: {_SUBJECTS[kind]}\r\n"
         f"Date: {date}\r\n"
         f"Message-ID: {message_id(notice_id)}\r\n"
-        f"{_PLAIN_TAIL}{lines}"
+        f"Auto-Submitted: {AUTO_SUBMITTED}\r\n"
+        'Content-Type: text/plain; charset="utf-8"\r\n'
+        "Content-Transfer-Encoding: 7bit\r\n"
+        "MIME-Version: 1.0\r\n"
+        f"\r\n{lines}"
     ).encode("ascii")
 
 

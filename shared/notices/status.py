@@ -25,11 +25,9 @@ _BACKLOG = select(func.count(), func.min(_NOTICES.c.CreatedAt)).where(_OWED)
 
 @dataclass(frozen=True)
 class LeaseHolder:
-    """One runner name and the owed rows leased to it; rows are renewed together, so
-    `first_lapse` and `last_lapse` differ only across a renewal that failed half-way."""
-
     runner: str
-    rows: int
+    rows: int  # owed rows leased to it
+    # Rows are renewed together: the two lapses differ only across a renewal that failed half-way.
     first_lapse: datetime
     last_lapse: datetime
 

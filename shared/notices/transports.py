@@ -1,6 +1,5 @@
-"""Where a rendered notice lands, named `{noticeId}.eml` and never overwritten; nothing here sends.
-Messages and receipts carry at most the file name, never a path or a recipient. The pickup
-directory's guard (docs/decisions.md#adr-0048-d6) is here too."""
+"""Where a rendered notice lands, as `{noticeId}.eml`, never overwritten (nothing here sends; no
+message or receipt holds a path or a recipient), and the pickup directory's guard (ADR-0048 D6)."""
 
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ class LeavesTemporaryFiles(Protocol):
 
     def remove_leftovers(self, *, now: datetime, older_than: timedelta) -> tuple[int, int, str]:
         """(removed, could not remove, the first failure's type: an OS error's text holds a path)"""
-        ...
 
 
 def notice_file_name(notice_id: uuid.UUID) -> str:
@@ -87,7 +85,11 @@ class PickupDirectoryTransport:
                 raise NoticeRefused(notice_id) from None
             # The name must be durable before the row is marked delivered, or a crash between
             # the mark and the directory's write-back loses a notice the row calls delivered.
-            self._fsync_directory()
+            directory = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
@@ -111,24 +113,15 @@ class PickupDirectoryTransport:
                     continue
                 try:
                     status = entry.stat(follow_symlinks=False)
-                    if not stat.S_ISREG(status.st_mode) or status.st_mtime >= cutoff:
-                        continue
-                    os.unlink(entry.path)
+                    if stat.S_ISREG(status.st_mode) and status.st_mtime < cutoff:
+                        os.unlink(entry.path)
+                        removed += 1
                 except FileNotFoundError:
-                    continue  # its writer linked and removed it, or another runner did
+                    pass  # its writer linked and removed it, or another runner did
                 except OSError as exc:
                     # One that cannot go (another user's, in a sticky directory) keeps no other.
                     kept, failure = kept + 1, failure or type(exc).__name__
-                    continue
-                removed += 1
         return removed, kept, failure
-
-    def _fsync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 @dataclass(eq=False, repr=False)  # no repr: a connection string holds the account key
@@ -222,10 +215,9 @@ def _inside_git_tree(directory: Path) -> bool:
         result = subprocess.run(
             ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
             capture_output=True,
-            text=True,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return False
-    return result.returncode == 0 and result.stdout.strip() == "true"
+    return result.returncode == 0 and result.stdout.strip() == b"true"
