@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_funcs.problems import refusal_problem, trace_id_of, unhandled
+from api_funcs.problems import refusal_problem, unhandled
 from shared.errors import ValidationFailed
 
 # Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
@@ -78,7 +78,7 @@ class UnhandledErrors(HttpMiddleware):
             await self.app(scope, receive, sent)
         except Exception as exc:
             # The traceId the route may already have used (request.state lives in the scope).
-            response = unhandled(exc, trace_id_of(Request(scope)))
+            response = await unhandled(Request(scope), exc)
             # Once the status is sent, the server closes the connection short of its body,
             # which the client sees as a failed response.
             if sent.status is None:
