@@ -17,7 +17,7 @@ from starlette.responses import FileResponse, Response
 
 from api_funcs.middleware import BodyLimit, UnhandledErrors
 from api_funcs.problems import install_problem_handlers
-from api_funcs.telemetry_recorder import install_request_spans
+from api_funcs.telemetry_recorder import OpenTelemetryRecorder, RequestSpans
 from shared.bootstrap import Services
 from shared.settings import HostedKind, Settings
 from shared.telemetry import NO_TELEMETRY, Telemetry
@@ -81,7 +81,8 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     app.add_middleware(BodyLimit)
     # Around the body limit, so a span covers its refusals too; a request that escapes as an
     # exception ends its span as a 500 (the answer UnhandledErrors gives it).
-    install_request_spans(app, context.telemetry)
+    if isinstance(context.telemetry, OpenTelemetryRecorder):
+        app.add_middleware(RequestSpans, tracer=context.telemetry.tracer)
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
@@ -99,8 +100,7 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
+        # FastAPI's document, cached until the routes change: a walk of a walked one drops nothing.
         schema = build()
         for path in schema.get("paths", {}).values():
             for operation in path.values():
@@ -110,7 +110,6 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
         components = schema.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
-        app.openapi_schema = schema
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -156,7 +155,5 @@ def install_docs_page(app: FastAPI) -> None:
             raise HTTPException(404, "Not Found")
         return FileResponse(bundle / name, headers={"Cache-Control": "public, max-age=86400"})
 
-    app.add_route(PAGE, page, methods=["GET"], include_in_schema=False, name="docs")
-    app.add_route(
-        f"{PAGE}/{{asset}}", asset, methods=["GET"], include_in_schema=False, name="docs_asset"
-    )
+    for path, endpoint, name in ((PAGE, page, "docs"), (f"{PAGE}/{{asset}}", asset, "docs_asset")):
+        app.add_route(path, endpoint, methods=["GET"], include_in_schema=False, name=name)

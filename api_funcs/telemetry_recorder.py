@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -17,7 +17,6 @@ from api_funcs.middleware import HttpMiddleware, WatchedSend
 from shared.errors import DomainError, LockTimeout
 from shared.identity.refusals import PinLockedOut
 from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
-from shared.telemetry import Telemetry
 
 if TYPE_CHECKING:
     # Types only: the first request imports this module, and the sweep (with the renderer
@@ -173,8 +172,3 @@ class RequestSpans(HttpMiddleware):
                 span.set_attribute("http.response.status_code", code)
                 if code >= 500:
                     span.set_status(Status(StatusCode.ERROR))
-
-
-def install_request_spans(app: Any, telemetry: Telemetry) -> None:
-    if isinstance(telemetry, OpenTelemetryRecorder):
-        app.add_middleware(RequestSpans, tracer=telemetry.tracer)
