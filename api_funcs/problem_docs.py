@@ -84,41 +84,13 @@ def error_code_responses(
     out: dict[int | str, dict[str, Any]] = {}
     for status, codes in sorted(by_status.items()):
         described = _DESCRIPTIONS.get(status, "Refused.")
-        entry: dict[str, Any] = {
+        headers = {h: _HEADER_SCHEMAS[h] for r in codes.values() for h in r.sends}
+        out[status] = {
             "description": f"{described} errorCode: {', '.join(codes)}.",
             "content": {
                 PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(r) for r in codes.values()]}}
             },
             "x-error-codes": list(codes),
+            **({"headers": headers} if headers else {}),
         }
-        headers = {h: _HEADER_SCHEMAS[h] for r in codes.values() for h in r.sends}
-        if headers:
-            entry["headers"] = headers
-        out[status] = entry
     return out
-
-
-# A money operation's `openapi_extra`: the handler reads the header itself, so its absence is
-# 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400.
-IDEMPOTENCY_KEY_PARAMETER = {
-    "parameters": [
-        {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": True,
-            "description": "Unique per intended operation (ADR-0009); a retry with the same key "
-            "and body replays the first success with Idempotency-Replayed: true. Sent once: two "
-            "of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-        }
-    ]
-}
-
-
-REPLAYED_HEADER = {
-    "Idempotency-Replayed": {
-        "description": "`true` when this is the stored answer to an earlier request with the "
-        "same key and body.",
-        "schema": {"type": "string", "enum": ["true"]},
-    }
-}

@@ -13,12 +13,7 @@ from pydantic import BaseModel
 
 from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse, cents
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
-from api_funcs.problem_docs import (
-    IDEMPOTENCY_KEY_PARAMETER,
-    REPLAYED_HEADER,
-    Refusals,
-    error_code_responses,
-)
+from api_funcs.problem_docs import Refusals, error_code_responses
 from api_funcs.schemas.fields import compared_text_refusal
 from api_funcs.schemas.transactions import (
     AccountAmountBody,
@@ -95,6 +90,30 @@ REFUSALS: dict[str, Refusals] = {
 def _responses(operation: str, success: int, model: type[Any], **ok: Any) -> Any:
     responses = error_code_responses(REFUSALS[operation])
     return {**responses, success: {"model": model, "description": "Done.", **ok}}
+
+
+# A money operation's `openapi_extra`: the handler reads the header itself, so its absence is
+# 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400.
+IDEMPOTENCY_KEY_PARAMETER = {
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": True,
+            "description": "Unique per intended operation (ADR-0009); a retry with the same key "
+            "and body replays the first success with Idempotency-Replayed: true. Sent once: two "
+            "of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        }
+    ]
+}
+REPLAYED_HEADER = {
+    "Idempotency-Replayed": {
+        "description": "`true` when this is the stored answer to an earlier request with the "
+        "same key and body.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
 
 
 def _idempotency_key(request: Request) -> str:
