@@ -80,10 +80,8 @@ def blueprint(host: Host) -> func.Blueprint:
             answered_once = True
             return response
 
-        handler.__name__ = op.name
-        bp.function_name(op.name)(
-            bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
-        )
+        handler.__name__ = op.name  # azure.functions names the Function after its handler
+        bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
 
     for op in (*OPERATIONS, *PAGES):
         register(op)
