@@ -14,19 +14,8 @@ from pydantic import BaseModel
 from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse, cents
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
 from api_funcs.problem_docs import Refusals, error_code_responses
+from api_funcs.schemas import transactions as bodies
 from api_funcs.schemas.fields import compared_text_refusal
-from api_funcs.schemas.transactions import (
-    AccountAmountBody,
-    AllowanceResponse,
-    InternalTransferBody,
-    InternalTransferResponse,
-    MintBody,
-    MintResponse,
-    RailResponse,
-    Receipt,
-    TransferBody,
-    TransferResponse,
-)
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work
 from shared.errors import LockTimeout, Unauthenticated, ValidationFailed
@@ -147,7 +136,7 @@ class MoneyOperation(Generic[R]):
 
     name: str
     summary: str
-    response: type[Receipt]
+    response: type[bodies.Receipt]
 
     def route(self) -> Callable[[Route], Route]:
         return router.post(
@@ -173,18 +162,20 @@ class MoneyOperation(Generic[R]):
 TRANSFER = MoneyOperation[TransferReceipt](
     "transfer",
     "Spend a transfer authorization: an external transfer under the daily limit",
-    TransferResponse,
+    bodies.TransferResponse,
 )
 INTERNAL_TRANSFER = MoneyOperation[InternalTransferReceipt](
     "internal_transfer",
     "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
-    InternalTransferResponse,
+    bodies.InternalTransferResponse,
 )
 DEPOSIT = MoneyOperation[RailReceipt](
-    "deposit", "Deposit into one of the caller's accounts", RailResponse
+    "deposit", "Deposit into one of the caller's accounts", bodies.RailResponse
 )
 WITHDRAWAL = MoneyOperation[RailReceipt](
-    "withdrawal", "Withdraw from one of the caller's accounts (not counted, ADR-0056)", RailResponse
+    "withdrawal",
+    "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
+    bodies.RailResponse,
 )
 
 
@@ -193,17 +184,17 @@ WITHDRAWAL = MoneyOperation[RailReceipt](
     summary="Check the PIN and issue a transfer authorization (ADR-0042, ADR-0050 D4.1)",
     status_code=201,
     response_model=None,
-    responses=_responses("mint", 201, MintResponse),
+    responses=_responses("mint", 201, bodies.MintResponse),
 )
-def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
+def mint(body: bodies.MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
     grant = services.mint.mint(user_id, request)
-    return ExactJSONResponse(MintResponse.body(grant), status_code=201)
+    return ExactJSONResponse(bodies.MintResponse.body(grant), status_code=201)
 
 
 @TRANSFER.route()
 def transfer(
-    request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.TransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = TRANSFER.claim(request, user_id, body)
     amount = cents(body.amount)
@@ -213,7 +204,10 @@ def transfer(
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request, body: InternalTransferBody, user_id: CurrentUser, services: HostServices
+    request: Request,
+    body: bodies.InternalTransferBody,
+    user_id: CurrentUser,
+    services: HostServices,
 ) -> Response:
     claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
@@ -222,7 +216,7 @@ def internal_transfer(
 
 @DEPOSIT.route()
 def deposit(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.AccountAmountBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = DEPOSIT.claim(request, user_id, body)
     return _answer(services.rails.deposit(claim, body.accountId, cents(body.amount)))
@@ -230,7 +224,7 @@ def deposit(
 
 @WITHDRAWAL.route()
 def withdrawal(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.AccountAmountBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = WITHDRAWAL.claim(request, user_id, body)
     return _answer(services.rails.withdrawal(claim, body.accountId, cents(body.amount)))
@@ -240,9 +234,9 @@ def withdrawal(
     "/api/transactions/allowance",
     summary="What today's external transfers have left (beyond the ADR: its D8 read)",
     response_model=None,
-    responses=_responses("allowance", 200, AllowanceResponse),
+    responses=_responses("allowance", 200, bodies.AllowanceResponse),
 )
 def allowance(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     with unit_of_work(services.engine) as session:
         today = services.limit.allowance(session, user_id)
-    return ExactJSONResponse(AllowanceResponse.body(today))
+    return ExactJSONResponse(bodies.AllowanceResponse.body(today))
