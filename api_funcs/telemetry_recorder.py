@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope
 
 from api_funcs.middleware import HttpMiddleware, WatchedSend
 from shared.errors import DomainError, LockTimeout
@@ -151,14 +151,13 @@ class RequestSpans(HttpMiddleware):
         super().__init__(app)
         self.tracer = tracer
 
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         method = str(scope.get("method", "GET"))
-        sent = WatchedSend(send)
         with self.tracer.start_as_current_span(
             method, kind=SpanKind.SERVER, attributes={"http.request.method": method}
         ) as span:
             try:
-                await self.app(scope, receive, sent)
+                await self.app(scope, receive, send)
             finally:
                 route = scope.get("route")
                 template = getattr(route, "path", None)
@@ -168,7 +167,7 @@ class RequestSpans(HttpMiddleware):
                         {"http.route": template, "azurebank.operation": str(route.name)}
                     )
                 # No response started: an exception escaped, which the catch-all answers 500.
-                code = 500 if sent.status is None else sent.status
+                code = 500 if send.status is None else send.status
                 span.set_attribute("http.response.status_code", code)
                 if code >= 500:
                     span.set_status(Status(StatusCode.ERROR))
