@@ -122,9 +122,7 @@ class OpenTelemetryRecorder:
 
     def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
         attributes = {"azurebank.runner.kind": runner_kind}
-        with self.tracer.start_as_current_span(
-            "notice sweep", kind=SpanKind.INTERNAL, attributes=attributes
-        ) as span:
+        with self.tracer.start_as_current_span("notice sweep", attributes=attributes) as span:
             summary = run()
             counts = ("held", "delivered", "refused", "failed", "lease_lapsed")
             span.set_attributes({f"azurebank.notices.{n}": getattr(summary, n) for n in counts})
@@ -144,8 +142,7 @@ class OpenTelemetryRecorder:
 
 
 class RequestSpans(HttpMiddleware):
-    """One SERVER span per HTTP request, named by its route template once routing is done, so no
-    raw path or query string is exported."""
+    """One SERVER span per HTTP request, named by its route template, never its raw path."""
 
     def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
         super().__init__(app)
