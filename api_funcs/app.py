@@ -1,5 +1,4 @@
-"""The one FastAPI app: the only router, served by uvicorn (`azurebank serve`) and, on Azure, by
-one named HTTP Function per operation (api_funcs.functions), and its API page."""
+"""The one FastAPI app, the only router (docs/architecture.md), and its API page."""
 
 from __future__ import annotations
 
@@ -60,7 +59,6 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
     """The app over `context`, routing `features`: all under uvicorn, and under the Functions
     host the one whose Function was called, which is all its requests can reach."""
     functions_host = context.host == "function"
-    # ApiDocs__Enabled when set; otherwise on under `serve` and off under the Functions host.
     enabled = context.settings.ApiDocs.Enabled
     docs = not functions_host if enabled is None else enabled
     app = FastAPI(
@@ -95,8 +93,7 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
 
 
 def _declare_only_real_refusals(app: FastAPI) -> None:
-    """Drop the 422 `HTTPValidationError` FastAPI declares on every operation with a body: this
-    app answers body errors with 400 VALIDATION_FAILED (problems.py)."""
+    """Drop FastAPI's 422 `HTTPValidationError`: a bad body is 400 VALIDATION_FAILED here."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:

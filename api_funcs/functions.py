@@ -1,6 +1,4 @@
-"""One named HTTP-triggered Function per operation, so an operator can disable or watch one
-(`AzureWebJobs.transfer.Disabled`). Each hands its request to the app of its feature, built on
-that feature's first request with its router alone (bench/cold_start.py); the pages build it all."""
+"""One named HTTP Function per operation, each handing its request to its feature's app."""
 
 from __future__ import annotations
 

@@ -42,8 +42,7 @@ class HttpMiddleware:
 
 
 class BodyLimit(HttpMiddleware):
-    """Refuse a body over MAX_BODY_BYTES, declared (Content-Length) or counted as it arrives
-    (chunked), before any route reads, decodes and validates it (docs/money.md#request-bodies)."""
+    """Refuse a body over MAX_BODY_BYTES, declared or counted, before any route reads it."""
 
     async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")

@@ -10,7 +10,6 @@ from typing import Any
 from api_funcs.problems import PROBLEM_JSON, problem_type
 from shared.errors import DatabaseUnavailable, DomainError, LockTimeout, MemberType
 
-# The JSON schema of each member type a refusal declares (shared.errors.MemberType).
 _MEMBER_SCHEMAS: dict[MemberType, dict[str, Any]] = {
     "number": {"type": "number"},
     "date-time": {"type": "string", "format": "date-time"},
@@ -74,8 +73,7 @@ def _code_schema(refusal: type[DomainError]) -> dict[str, Any]:
 def error_code_responses(
     refusals: Refusals, *, touches_database: bool = True
 ) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for `refusals`, plus 503 LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless
-    the operation touches no database (health)."""
+    """FastAPI `responses=` for `refusals`, and the database's faults if the operation has one."""
     # Any statement may wait on a lock (SQL Server's reads too) or find no database.
     faults = (LockTimeout, DatabaseUnavailable) if touches_database else ()
     by_status: dict[int, dict[str, type[DomainError]]] = {}

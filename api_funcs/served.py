@@ -1,5 +1,4 @@
-"""The app as `azurebank serve` runs it under uvicorn: the one FastAPI app with the Api runner's
-loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifespan."""
+"""The app `azurebank serve` runs: the one app with the Api runner's loop (ADR-0048 D1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The money path over HTTP (docs/http.md): the mint, the transfer, the neighbouring rails and the
-allowance read. Handlers parse, call `shared.money`, and render; every rule lives there."""
+"""The money path over HTTP (docs/http.md): parse, call `shared.money` (every rule), render."""
 
 from __future__ import annotations
 
