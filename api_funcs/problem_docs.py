@@ -1,6 +1,5 @@
-"""What each operation declares in the OpenAPI document (docs/http.md), derived from the refusal
-classes it can raise, in rung order: per status, a problem+json schema per errorCode with the
-members and headers the class sends, so a renamed code or a new member reaches the document."""
+"""What each operation declares in the OpenAPI document (docs/http.md): per status, a problem+json
+schema per errorCode of the refusal classes it raises, so a new code or member reaches it."""
 
 from __future__ import annotations
 

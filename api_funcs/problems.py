@@ -1,6 +1,5 @@
-"""Problem details (RFC 9457) for every refusal: the only place a domain error becomes HTTP. No
-database error or other exception leaves the app for the server to print whole (a driver's text
-carries SQL and values): each is answered and logged by its type (docs/money.md#logging)."""
+"""Problem details (RFC 9457): the one place a domain error becomes HTTP. No exception leaves the
+app for the server to print (a driver's text carries SQL): each is answered and logged by type."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""shared's `Telemetry` port on the OpenTelemetry API alone, imported with the first request and
-never at a cold start: exactly docs/operations.md's "Alerting" list, whose names and attributes
-hold no raw URL, address, PIN, token, tag or user id."""
+"""shared's `Telemetry` port on the OpenTelemetry API, imported on a first request, never at a cold
+start: docs/operations.md's "Alerting", with no raw URL, address, PIN, token, tag or user id."""
 
 from __future__ import annotations
 
