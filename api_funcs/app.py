@@ -56,8 +56,7 @@ def _router(feature: str) -> APIRouter:
 
 
 def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
-    """The app over `context`, routing `features`: all under uvicorn, and under the Functions
-    host the one whose Function was called, which is all its requests can reach."""
+    """The app over `context`, routing `features`: all, or the called Function's on Azure."""
     functions_host = context.host == "function"
     enabled = context.settings.ApiDocs.Enabled
     docs = not functions_host if enabled is None else enabled
@@ -71,14 +70,12 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
         # Starlette's slash redirect builds its Location from the Host header the caller sent:
         # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
         redirect_slashes=False,
-        # An operation's Function name, route name and operationId are one name: its handler's,
-        # unless the route is given one.
+        # Function name, route name and operationId are one name (docs/architecture.md).
         generate_unique_id_function=lambda route: route.name,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
-    # Around the body limit, so a span covers its refusals too; a request that escapes as an
-    # exception ends its span as a 500 (the answer UnhandledErrors gives it).
+    # Around the body limit, so a span covers its refusals too.
     if isinstance(context.telemetry, OpenTelemetryRecorder):
         app.add_middleware(RequestSpans, tracer=context.telemetry.tracer)
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.

@@ -43,8 +43,7 @@ _DESCRIPTIONS = {
     409: "The request conflicts with the current state.",
     422: "A rule refused the request.",
     429: "Too many wrong PINs.",
-    # Not "nothing changed": OUTCOME_UNKNOWN and COMMIT_OUTCOME_UNKNOWN are the 503s whose
-    # commit may have happened.
+    # Not "nothing changed": an OUTCOME_UNKNOWN's or COMMIT_OUTCOME_UNKNOWN's commit may be done.
     503: "The request could not be answered now; each code's title says what is known.",
 }
 

@@ -33,8 +33,7 @@ log = logging.getLogger("azurebank.api")
 
 
 def stack_of(exc: BaseException, limit: int = 40) -> str:
-    """The frames an exception passed through, innermost first, as file:line:function (files
-    from their import root), never its text, arguments or locals."""
+    """An exception's frames, innermost first, as file:line:function: never its text or locals."""
     frames = [(f.f_code, line) for f, line in traceback.walk_tb(exc.__traceback__)]
     return " < ".join(
         f"{_importable(code.co_filename)}:{line}:{code.co_qualname}"
@@ -107,8 +106,7 @@ def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResp
 
 
 async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-    # Counted by the operation (route name) that answered it, for the refusals an operator
-    # alerts on (api_funcs/telemetry_recorder.py).
+    # Counted by operation (route name), for the refusals an operator alerts on.
     route = request.scope.get("route")
     request.app.state.ctx.telemetry.refused(str(getattr(route, "name", "unrouted")), exc)
     return refusal_problem(exc, trace_id_of(request))

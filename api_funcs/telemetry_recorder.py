@@ -18,8 +18,7 @@ from shared.identity.refusals import PinLockedOut
 from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
 
 if TYPE_CHECKING:
-    # Types only: the first request imports this module, and the sweep (with the renderer
-    # under it) only where a host delivers.
+    # Types only: the sweep (and the renderer under it) is imported only where a host delivers.
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweepSummary
 

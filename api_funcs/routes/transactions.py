@@ -130,8 +130,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class MoneyOperation(Generic[R]):
-    """An idempotent money operation (docs/http.md#idempotency): its Function name, at
-    /api/transactions/<name>, and its success body (201, rendering the service's receipt R)."""
+    """An idempotent money operation at /api/transactions/<name>, its 201 body rendering R."""
 
     name: str
     summary: str
