@@ -1,5 +1,4 @@
-"""The one FastAPI app: the only router, served by uvicorn (`azurebank serve`) and, on Azure, by
-one named HTTP Function per operation (api_funcs.functions), and its API page."""
+"""The one FastAPI app, the only router (docs/architecture.md), and its API page."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from starlette.responses import FileResponse, Response
 
 from api_funcs.middleware import BodyLimit, UnhandledErrors
 from api_funcs.problems import install_problem_handlers
-from api_funcs.telemetry_recorder import install_request_spans
+from api_funcs.telemetry_recorder import OpenTelemetryRecorder, RequestSpans
 from shared.bootstrap import Services
 from shared.settings import HostedKind, Settings
 from shared.telemetry import NO_TELEMETRY, Telemetry
@@ -57,10 +56,8 @@ def _router(feature: str) -> APIRouter:
 
 
 def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastAPI:
-    """The app over `context`, routing `features`: all under uvicorn, and under the Functions
-    host the one whose Function was called, which is all its requests can reach."""
+    """The app over `context`, routing `features`: all, or the called Function's on Azure."""
     functions_host = context.host == "function"
-    # ApiDocs__Enabled when set; otherwise on under `serve` and off under the Functions host.
     enabled = context.settings.ApiDocs.Enabled
     docs = not functions_host if enabled is None else enabled
     app = FastAPI(
@@ -73,15 +70,14 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
         # Starlette's slash redirect builds its Location from the Host header the caller sent:
         # `GET /api/health/` is 404, never a redirect to a host of the caller's choosing.
         redirect_slashes=False,
-        # An operation's Function name, route name and operationId are one name: its handler's,
-        # unless the route is given one.
+        # Function name, route name and operationId are one name (docs/architecture.md).
         generate_unique_id_function=lambda route: route.name,
     )
     app.state.ctx = context
     app.add_middleware(BodyLimit)
-    # Around the body limit, so a span covers its refusals too; a request that escapes as an
-    # exception ends its span as a 500 (the answer UnhandledErrors gives it).
-    install_request_spans(app, context.telemetry)
+    # Around the body limit, so a span covers its refusals too.
+    if isinstance(context.telemetry, OpenTelemetryRecorder):
+        app.add_middleware(RequestSpans, tracer=context.telemetry.tracer)
     # Added last, so outermost of the app's own: it answers whatever the rest let escape.
     app.add_middleware(UnhandledErrors)
     install_problem_handlers(app)
@@ -94,13 +90,11 @@ def create_app(context: AppContext, features: Sequence[str] = FEATURES) -> FastA
 
 
 def _declare_only_real_refusals(app: FastAPI) -> None:
-    """Drop the 422 `HTTPValidationError` FastAPI declares on every operation with a body: this
-    app answers body errors with 400 VALIDATION_FAILED (problems.py)."""
+    """Drop FastAPI's 422 `HTTPValidationError`: a bad body is 400 VALIDATION_FAILED here."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
+        # FastAPI's document, cached until the routes change: a walk of a walked one drops nothing.
         schema = build()
         for path in schema.get("paths", {}).values():
             for operation in path.values():
@@ -110,7 +104,6 @@ def _declare_only_real_refusals(app: FastAPI) -> None:
         components = schema.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
-        app.openapi_schema = schema
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -156,7 +149,5 @@ def install_docs_page(app: FastAPI) -> None:
             raise HTTPException(404, "Not Found")
         return FileResponse(bundle / name, headers={"Cache-Control": "public, max-age=86400"})
 
-    app.add_route(PAGE, page, methods=["GET"], include_in_schema=False, name="docs")
-    app.add_route(
-        f"{PAGE}/{{asset}}", asset, methods=["GET"], include_in_schema=False, name="docs_asset"
-    )
+    for path, endpoint, name in ((PAGE, page, "docs"), (f"{PAGE}/{{asset}}", asset, "docs_asset")):
+        app.add_route(path, endpoint, methods=["GET"], include_in_schema=False, name=name)

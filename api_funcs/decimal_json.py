@@ -1,6 +1,5 @@
-"""JSON with Decimals both ways, never a float (docs/http.md#bodies). Request bodies read every
-fraction as a Decimal, the digits sent (whatever is not JSON is 400 VALIDATION_FAILED naming the
-body); responses write each Decimal exactly, where `json.dumps` keeps a float's ~15 digits."""
+"""JSON with Decimals both ways, never a float (docs/http.md#bodies): a body's fractions are read
+as the digits sent, and each Decimal is written exactly, where `json.dumps` keeps ~15 digits."""
 
 from __future__ import annotations
 

@@ -41,8 +41,7 @@ def current_user_id(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
     services: HostServices,
 ) -> str:
-    """The caller, from a verified bearer token only; 401 UNAUTHENTICATED, saying nothing about
-    why, otherwise. Sync: JWKS fetches block."""
+    """The caller from a verified bearer token, else a 401 that says not why. Sync: JWKS blocks."""
     if credentials is None:
         raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
     try:

@@ -1,6 +1,4 @@
-"""One named HTTP-triggered Function per operation, so an operator can disable or watch one
-(`AzureWebJobs.transfer.Disabled`). Each hands its request to the app of its feature, built on
-that feature's first request with its router alone (bench/cold_start.py); the pages build it all."""
+"""One named HTTP Function per operation, each handing its request to its feature's app."""
 
 from __future__ import annotations
 
@@ -80,10 +78,8 @@ def blueprint(host: Host) -> func.Blueprint:
             answered_once = True
             return response
 
-        handler.__name__ = op.name
-        bp.function_name(op.name)(
-            bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
-        )
+        handler.__name__ = op.name  # azure.functions names the Function after its handler
+        bp.route(route=op.route, methods=list(op.methods), auth_level=op.auth_level)(handler)
 
     for op in (*OPERATIONS, *PAGES):
         register(op)

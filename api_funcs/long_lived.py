@@ -1,6 +1,5 @@
-"""A cold instance's one-time builds with the cyclic garbage collector paused, then frozen: the
-build's objects live for the process, and the collector's walks over them found nothing to free
-(60-100 ms of a cold start, bench/cold_start.py). What the build leaves unreachable stays."""
+"""One-time builds, the cyclic collector paused, then frozen (garbage and all): what they build
+lives for the process, and walks over it freed nothing (60-100 ms, bench/cold_start.py)."""
 
 from __future__ import annotations
 

@@ -5,27 +5,11 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api_funcs.problems import refusal_problem, trace_id_of, unhandled
+from api_funcs.problems import refusal_problem, unhandled
 from shared.errors import ValidationFailed
 
 # Generous beside the largest legal body (a 1024-character password and a PIN, ~1.1 KB).
 MAX_BODY_BYTES = 65_536
-
-
-class HttpMiddleware:
-    """An ASGI middleware whose `http` sees each HTTP request; any other scope goes on as is."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.http(scope, receive, send)
-        else:
-            await self.app(scope, receive, send)
-
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raise NotImplementedError
 
 
 class WatchedSend:
@@ -41,11 +25,26 @@ class WatchedSend:
         await self._send(message)
 
 
-class BodyLimit(HttpMiddleware):
-    """Refuse a body over MAX_BODY_BYTES, declared (Content-Length) or counted as it arrives
-    (chunked), before any route reads, decodes and validates it (docs/money.md#request-bodies)."""
+class HttpMiddleware:
+    """An ASGI middleware whose `http` sees each HTTP request, its `send` noting the status."""
 
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.http(scope, receive, WatchedSend(send))
+        else:
+            await self.app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
+        raise NotImplementedError
+
+
+class BodyLimit(HttpMiddleware):
+    """Refuse a body over MAX_BODY_BYTES, declared or counted, before any route reads it."""
+
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         declared = dict(scope.get("headers", ())).get(b"content-length", b"")
         refused = declared.isdigit() and int(declared) > MAX_BODY_BYTES
         # Otherwise read the body up front (it is small by the bound), then hand it on unchanged.
@@ -72,14 +71,13 @@ class UnhandledErrors(HttpMiddleware):
     """An exception no handler answered becomes a 500 INTERNAL_ERROR and one Error line. Not an
     `Exception` handler, which ServerErrorMiddleware re-raises after, for the server to print."""
 
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        sent = WatchedSend(send)
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         try:
-            await self.app(scope, receive, sent)
+            await self.app(scope, receive, send)
         except Exception as exc:
             # The traceId the route may already have used (request.state lives in the scope).
-            response = unhandled(exc, trace_id_of(Request(scope)))
+            response = await unhandled(Request(scope), exc)
             # Once the status is sent, the server closes the connection short of its body,
             # which the client sees as a failed response.
-            if sent.status is None:
+            if send.status is None:
                 await response(scope, receive, send)

@@ -1,6 +1,5 @@
-"""What each operation declares in the OpenAPI document (docs/http.md), derived from the refusal
-classes it can raise, in rung order: per status, a problem+json schema per errorCode with the
-members and headers the class sends, so a renamed code or a new member reaches the document."""
+"""What each operation declares in the OpenAPI document (docs/http.md): per status, a problem+json
+schema per errorCode of the refusal classes it raises, so a new code or member reaches it."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from typing import Any
 from api_funcs.problems import PROBLEM_JSON, problem_type
 from shared.errors import DatabaseUnavailable, DomainError, LockTimeout, MemberType
 
-# The JSON schema of each member type a refusal declares (shared.errors.MemberType).
 _MEMBER_SCHEMAS: dict[MemberType, dict[str, Any]] = {
     "number": {"type": "number"},
     "date-time": {"type": "string", "format": "date-time"},
@@ -45,8 +43,7 @@ _DESCRIPTIONS = {
     409: "The request conflicts with the current state.",
     422: "A rule refused the request.",
     429: "Too many wrong PINs.",
-    # Not "nothing changed": OUTCOME_UNKNOWN and COMMIT_OUTCOME_UNKNOWN are the 503s whose
-    # commit may have happened.
+    # Not "nothing changed": an OUTCOME_UNKNOWN's or COMMIT_OUTCOME_UNKNOWN's commit may be done.
     503: "The request could not be answered now; each code's title says what is known.",
 }
 
@@ -74,8 +71,7 @@ def _code_schema(refusal: type[DomainError]) -> dict[str, Any]:
 def error_code_responses(
     refusals: Refusals, *, touches_database: bool = True
 ) -> dict[int | str, dict[str, Any]]:
-    """FastAPI `responses=` for `refusals`, plus 503 LOCK_TIMEOUT and DATABASE_UNAVAILABLE unless
-    the operation touches no database (health)."""
+    """FastAPI `responses=` for `refusals`, and the database's faults if the operation has one."""
     # Any statement may wait on a lock (SQL Server's reads too) or find no database.
     faults = (LockTimeout, DatabaseUnavailable) if touches_database else ()
     by_status: dict[int, dict[str, type[DomainError]]] = {}
@@ -84,41 +80,13 @@ def error_code_responses(
     out: dict[int | str, dict[str, Any]] = {}
     for status, codes in sorted(by_status.items()):
         described = _DESCRIPTIONS.get(status, "Refused.")
-        entry: dict[str, Any] = {
+        headers = {h: _HEADER_SCHEMAS[h] for r in codes.values() for h in r.sends}
+        out[status] = {
             "description": f"{described} errorCode: {', '.join(codes)}.",
             "content": {
                 PROBLEM_JSON: {"schema": {"oneOf": [_code_schema(r) for r in codes.values()]}}
             },
             "x-error-codes": list(codes),
+            **({"headers": headers} if headers else {}),
         }
-        headers = {h: _HEADER_SCHEMAS[h] for r in codes.values() for h in r.sends}
-        if headers:
-            entry["headers"] = headers
-        out[status] = entry
     return out
-
-
-# A money operation's `openapi_extra`: the handler reads the header itself, so its absence is
-# 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400.
-IDEMPOTENCY_KEY_PARAMETER = {
-    "parameters": [
-        {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": True,
-            "description": "Unique per intended operation (ADR-0009); a retry with the same key "
-            "and body replays the first success with Idempotency-Replayed: true. Sent once: two "
-            "of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-        }
-    ]
-}
-
-
-REPLAYED_HEADER = {
-    "Idempotency-Replayed": {
-        "description": "`true` when this is the stored answer to an earlier request with the "
-        "same key and body.",
-        "schema": {"type": "string", "enum": ["true"]},
-    }
-}

@@ -1,6 +1,5 @@
-"""Problem details (RFC 9457) for every refusal: the only place a domain error becomes HTTP. No
-database error or other exception leaves the app for the server to print whole (a driver's text
-carries SQL and values): each is answered and logged by its type (docs/money.md#logging)."""
+"""Problem details (RFC 9457): the one place a domain error becomes HTTP. No exception leaves the
+app for the server to print (a driver's text carries SQL): each is answered and logged by type."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import os
 import sys
 import traceback
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -33,8 +33,7 @@ log = logging.getLogger("azurebank.api")
 
 
 def stack_of(exc: BaseException, limit: int = 40) -> str:
-    """The frames an exception passed through, innermost first, as file:line:function (files
-    from their import root), never its text, arguments or locals."""
+    """An exception's frames, innermost first, as file:line:function: never its text or locals."""
     frames = [(f.f_code, line) for f, line in traceback.walk_tb(exc.__traceback__)]
     return " < ".join(
         f"{_importable(code.co_filename)}:{line}:{code.co_qualname}"
@@ -64,7 +63,7 @@ def problem_response(
     error_code: str,
     title: str,
     trace_id: str | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
     **members: Any,
 ) -> JSONResponse:
     body: dict[str, Any] = {
@@ -97,7 +96,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.exception_handler(DatabaseFault)(_database_fault)
     app.exception_handler(RequestValidationError)(_validation)
     app.exception_handler(StarletteHTTPException)(_http)
-    app.exception_handler(SQLAlchemyError)(_untranslated)
+    app.exception_handler(SQLAlchemyError)(unhandled)
 
 
 def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResponse:
@@ -107,8 +106,7 @@ def refusal_problem(error: DomainError, trace_id: str | None = None) -> JSONResp
 
 
 async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-    # Counted by the operation (route name) that answered it, for the refusals an operator
-    # alerts on (api_funcs/telemetry_recorder.py).
+    # Counted by operation (route name), for the refusals an operator alerts on.
     route = request.scope.get("route")
     request.app.state.ctx.telemetry.refused(str(getattr(route, "name", "unrouted")), exc)
     return refusal_problem(exc, trace_id_of(request))
@@ -122,13 +120,8 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
 
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
-    return problem_response(
-        exc.status_code,
-        code,
-        str(exc.detail) if exc.status_code < 500 else "The request failed.",
-        trace_id_of(request),
-        getattr(exc, "headers", None),
-    )
+    title = str(exc.detail) if exc.status_code < 500 else "The request failed."
+    return problem_response(exc.status_code, code, title, trace_id_of(request), exc.headers)
 
 
 # How each fault is logged, the first that matches: a rollback (a deadlock's or a serialization
@@ -147,12 +140,9 @@ async def _database_fault(request: Request, exc: DatabaseFault) -> JSONResponse:
     return await _domain(request, exc)
 
 
-async def _untranslated(request: Request, exc: SQLAlchemyError) -> JSONResponse:
-    return unhandled(exc, trace_id_of(request))
-
-
-def unhandled(exc: BaseException, trace_id: str) -> JSONResponse:
+async def unhandled(request: Request, exc: BaseException) -> JSONResponse:
     """The 500 INTERNAL_ERROR, logged by the exception's type and frames: never its message (a
     driver's echoes SQL parameters) nor exc_info (a handler would print the message with it)."""
+    trace_id = trace_id_of(request)
     log.error("Unhandled %s (trace %s) at %s", type(exc).__name__, trace_id, stack_of(exc))
     return problem_response(500, "INTERNAL_ERROR", "An unexpected error occurred.", trace_id)

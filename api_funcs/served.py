@@ -1,5 +1,4 @@
-"""The app as `azurebank serve` runs it under uvicorn: the one FastAPI app with the Api runner's
-loop (NoticeRelayService, ADR-0048 D1) started and stopped with the app's lifespan."""
+"""The app `azurebank serve` runs: the one app with the Api runner's loop (ADR-0048 D1)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Scope
 
 from api_funcs.app import AppContext, create_app
 from api_funcs.middleware import HttpMiddleware, WatchedSend
@@ -58,16 +57,15 @@ class AccessLog(HttpMiddleware):
     """`serve`'s access line in place of uvicorn's (docs/money.md#logging), from the ASGI scope,
     whose `path` never holds the query string, where a client may put a token."""
 
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         began = time.perf_counter()
-        sent = WatchedSend(send)
         try:
-            await self.app(scope, receive, sent)
+            await self.app(scope, receive, send)
         finally:
             access_log.info(
                 "%s %s %s %.1f ms",
                 scope["method"],
                 quote(scope["path"], safe=_PATH_SAFE, errors="backslashreplace"),
-                sent.status if sent.status is not None else "-",
+                send.status if send.status is not None else "-",
                 (time.perf_counter() - began) * 1000,
             )

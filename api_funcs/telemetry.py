@@ -1,6 +1,4 @@
-"""The one place a host builds its telemetry (`host_telemetry`): shared's `Telemetry` port, with
-APPLICATIONINSIGHTS_CONNECTION_STRING set the Azure Monitor distro and the recorder of what
-docs/operations.md lists ("Alerting"); without it, neither is imported."""
+"""Where a host builds its telemetry (docs/architecture.md): the distro and recorder, or none."""
 
 from __future__ import annotations
 
@@ -40,8 +38,7 @@ def host_telemetry(
     environ: Mapping[str, str] = os.environ,
     configure: Callable[[], tuple[TracerProvider, MeterProvider]] = _configure_azure_monitor,
 ) -> Telemetry:
-    """NO_TELEMETRY without the connection string; with it, the distro configured once and a
-    recorder, whose backlog gauges shared.bootstrap wires to the host's engine."""
+    """NO_TELEMETRY without the connection string; with it, a recorder over the distro."""
     if not environ.get(CONNECTION_STRING, "").strip():
         return NO_TELEMETRY
     from api_funcs.telemetry_recorder import OpenTelemetryRecorder

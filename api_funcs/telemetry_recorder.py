@@ -1,27 +1,24 @@
-"""shared's `Telemetry` port on the OpenTelemetry API alone, imported with the first request and
-never at a cold start: exactly docs/operations.md's "Alerting" list, whose names and attributes
-hold no raw URL, address, PIN, token, tag or user id."""
+"""shared's `Telemetry` port on the OpenTelemetry API, imported on a first request, never at a cold
+start: docs/operations.md's "Alerting", with no raw URL, address, PIN, token, tag or user id."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope
 
 from api_funcs.middleware import HttpMiddleware, WatchedSend
 from shared.errors import DomainError, LockTimeout
 from shared.identity.refusals import PinLockedOut
 from shared.money.refusals import ConcurrencyConflict, DailyLimitExceeded
-from shared.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    # Types only: the first request imports this module, and the sweep (with the renderer
-    # under it) only where a host delivers.
+    # Types only: the sweep (and the renderer under it) is imported only where a host delivers.
     from shared.notices.status import OwedBacklog
     from shared.notices.sweep import NoticeSweepSummary
 
@@ -123,9 +120,7 @@ class OpenTelemetryRecorder:
 
     def sweep(self, runner_kind: str, run: Callable[[], NoticeSweepSummary]) -> NoticeSweepSummary:
         attributes = {"azurebank.runner.kind": runner_kind}
-        with self.tracer.start_as_current_span(
-            "notice sweep", kind=SpanKind.INTERNAL, attributes=attributes
-        ) as span:
+        with self.tracer.start_as_current_span("notice sweep", attributes=attributes) as span:
             summary = run()
             counts = ("held", "delivered", "refused", "failed", "lease_lapsed")
             span.set_attributes({f"azurebank.notices.{n}": getattr(summary, n) for n in counts})
@@ -145,21 +140,19 @@ class OpenTelemetryRecorder:
 
 
 class RequestSpans(HttpMiddleware):
-    """One SERVER span per HTTP request, named by its route template once routing is done, so no
-    raw path or query string is exported."""
+    """One SERVER span per HTTP request, named by its route template, never its raw path."""
 
     def __init__(self, app: ASGIApp, tracer: trace.Tracer) -> None:
         super().__init__(app)
         self.tracer = tracer
 
-    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def http(self, scope: Scope, receive: Receive, send: WatchedSend) -> None:
         method = str(scope.get("method", "GET"))
-        sent = WatchedSend(send)
         with self.tracer.start_as_current_span(
             method, kind=SpanKind.SERVER, attributes={"http.request.method": method}
         ) as span:
             try:
-                await self.app(scope, receive, sent)
+                await self.app(scope, receive, send)
             finally:
                 route = scope.get("route")
                 template = getattr(route, "path", None)
@@ -169,12 +162,7 @@ class RequestSpans(HttpMiddleware):
                         {"http.route": template, "azurebank.operation": str(route.name)}
                     )
                 # No response started: an exception escaped, which the catch-all answers 500.
-                code = 500 if sent.status is None else sent.status
+                code = 500 if send.status is None else send.status
                 span.set_attribute("http.response.status_code", code)
                 if code >= 500:
                     span.set_status(Status(StatusCode.ERROR))
-
-
-def install_request_spans(app: Any, telemetry: Telemetry) -> None:
-    if isinstance(telemetry, OpenTelemetryRecorder):
-        app.add_middleware(RequestSpans, tracer=telemetry.tracer)

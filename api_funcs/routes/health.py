@@ -1,5 +1,4 @@
-"""`GET /api/health` (liveness) and `GET /api/health/ready` (readiness, shared/readiness.py), both
-anonymous and touching no secret (docs/operations.md, "Readiness")."""
+"""`GET /api/health` (liveness) and `GET /api/health/ready` (readiness): anonymous, no secret."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`POST /api/pin` (pin_enrol) and `PUT /api/pin` (pin_change), docs/http.md. The handlers only
-translate; shared.identity.pin_service decides and commits."""
+"""`POST /api/pin` (pin_enrol) and `PUT /api/pin` (pin_change): shared.identity decides, commits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The money path over HTTP (docs/http.md): the mint, the transfer, the neighbouring rails and the
-allowance read. Handlers parse, call `shared.money`, and render; every rule lives there."""
+"""The money path over HTTP (docs/http.md): parse, call `shared.money` (every rule), render."""
 
 from __future__ import annotations
 
@@ -13,25 +12,9 @@ from pydantic import BaseModel
 
 from api_funcs.decimal_json import DecimalJSONRoute, ExactJSONResponse, cents
 from api_funcs.deps import AUDITED, CurrentUser, HostServices
-from api_funcs.problem_docs import (
-    IDEMPOTENCY_KEY_PARAMETER,
-    REPLAYED_HEADER,
-    Refusals,
-    error_code_responses,
-)
+from api_funcs.problem_docs import Refusals, error_code_responses
+from api_funcs.schemas import transactions as bodies
 from api_funcs.schemas.fields import compared_text_refusal
-from api_funcs.schemas.transactions import (
-    AccountAmountBody,
-    AllowanceResponse,
-    InternalTransferBody,
-    InternalTransferResponse,
-    MintBody,
-    MintResponse,
-    RailResponse,
-    Receipt,
-    TransferBody,
-    TransferResponse,
-)
 from shared.audit.chain import AuditChainUnavailable
 from shared.db.uow import unit_of_work
 from shared.errors import LockTimeout, Unauthenticated, ValidationFailed
@@ -97,6 +80,30 @@ def _responses(operation: str, success: int, model: type[Any], **ok: Any) -> Any
     return {**responses, success: {"model": model, "description": "Done.", **ok}}
 
 
+# A money operation's `openapi_extra`: the handler reads the header itself, so its absence is
+# 400 IDEMPOTENCY_KEY_REQUIRED, not a generic 400.
+IDEMPOTENCY_KEY_PARAMETER = {
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": True,
+            "description": "Unique per intended operation (ADR-0009); a retry with the same key "
+            "and body replays the first success with Idempotency-Replayed: true. Sent once: two "
+            "of them are 400 VALIDATION_FAILED naming Idempotency-Key.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+        }
+    ]
+}
+REPLAYED_HEADER = {
+    "Idempotency-Replayed": {
+        "description": "`true` when this is the stored answer to an earlier request with the "
+        "same key and body.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+
+
 def _idempotency_key(request: Request) -> str:
     keys = request.headers.getlist("idempotency-key")
     if len(keys) < 2 and not "".join(keys).strip():
@@ -123,12 +130,11 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class MoneyOperation(Generic[R]):
-    """An idempotent money operation (docs/http.md#idempotency): its Function name, at
-    /api/transactions/<name>, and its success body (201, rendering the service's receipt R)."""
+    """An idempotent money operation at /api/transactions/<name>, its 201 body rendering R."""
 
     name: str
     summary: str
-    response: type[Receipt]
+    response: type[bodies.Receipt]
 
     def route(self) -> Callable[[Route], Route]:
         return router.post(
@@ -154,18 +160,20 @@ class MoneyOperation(Generic[R]):
 TRANSFER = MoneyOperation[TransferReceipt](
     "transfer",
     "Spend a transfer authorization: an external transfer under the daily limit",
-    TransferResponse,
+    bodies.TransferResponse,
 )
 INTERNAL_TRANSFER = MoneyOperation[InternalTransferReceipt](
     "internal_transfer",
     "Move money between two of the caller's accounts (not counted, ADR-0050 D2)",
-    InternalTransferResponse,
+    bodies.InternalTransferResponse,
 )
 DEPOSIT = MoneyOperation[RailReceipt](
-    "deposit", "Deposit into one of the caller's accounts", RailResponse
+    "deposit", "Deposit into one of the caller's accounts", bodies.RailResponse
 )
 WITHDRAWAL = MoneyOperation[RailReceipt](
-    "withdrawal", "Withdraw from one of the caller's accounts (not counted, ADR-0056)", RailResponse
+    "withdrawal",
+    "Withdraw from one of the caller's accounts (not counted, ADR-0056)",
+    bodies.RailResponse,
 )
 
 
@@ -174,17 +182,17 @@ WITHDRAWAL = MoneyOperation[RailReceipt](
     summary="Check the PIN and issue a transfer authorization (ADR-0042, ADR-0050 D4.1)",
     status_code=201,
     response_model=None,
-    responses=_responses("mint", 201, MintResponse),
+    responses=_responses("mint", 201, bodies.MintResponse),
 )
-def mint(body: MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
+def mint(body: bodies.MintBody, user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     request = MintRequest(body.accountId, body.recipientAzureTag, cents(body.amount), body.pin)
     grant = services.mint.mint(user_id, request)
-    return ExactJSONResponse(MintResponse.body(grant), status_code=201)
+    return ExactJSONResponse(bodies.MintResponse.body(grant), status_code=201)
 
 
 @TRANSFER.route()
 def transfer(
-    request: Request, body: TransferBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.TransferBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = TRANSFER.claim(request, user_id, body)
     amount = cents(body.amount)
@@ -194,7 +202,10 @@ def transfer(
 
 @INTERNAL_TRANSFER.route()
 def internal_transfer(
-    request: Request, body: InternalTransferBody, user_id: CurrentUser, services: HostServices
+    request: Request,
+    body: bodies.InternalTransferBody,
+    user_id: CurrentUser,
+    services: HostServices,
 ) -> Response:
     claim = INTERNAL_TRANSFER.claim(request, user_id, body)
     source, target, amount = body.fromAccountId, body.toAccountId, cents(body.amount)
@@ -203,7 +214,7 @@ def internal_transfer(
 
 @DEPOSIT.route()
 def deposit(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.AccountAmountBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = DEPOSIT.claim(request, user_id, body)
     return _answer(services.rails.deposit(claim, body.accountId, cents(body.amount)))
@@ -211,7 +222,7 @@ def deposit(
 
 @WITHDRAWAL.route()
 def withdrawal(
-    request: Request, body: AccountAmountBody, user_id: CurrentUser, services: HostServices
+    request: Request, body: bodies.AccountAmountBody, user_id: CurrentUser, services: HostServices
 ) -> Response:
     claim = WITHDRAWAL.claim(request, user_id, body)
     return _answer(services.rails.withdrawal(claim, body.accountId, cents(body.amount)))
@@ -221,9 +232,9 @@ def withdrawal(
     "/api/transactions/allowance",
     summary="What today's external transfers have left (beyond the ADR: its D8 read)",
     response_model=None,
-    responses=_responses("allowance", 200, AllowanceResponse),
+    responses=_responses("allowance", 200, bodies.AllowanceResponse),
 )
 def allowance(user_id: CurrentUser, services: HostServices) -> ExactJSONResponse:
     with unit_of_work(services.engine) as session:
         today = services.limit.allowance(session, user_id)
-    return ExactJSONResponse(AllowanceResponse.body(today))
+    return ExactJSONResponse(bodies.AllowanceResponse.body(today))

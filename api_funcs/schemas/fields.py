@@ -1,5 +1,4 @@
-"""The field types the request bodies share: money in, a UTC instant, an AzureTag, a PIN (money
-out is api_funcs.decimal_json.MoneyOut)."""
+"""The field types the request bodies share (money out is api_funcs.decimal_json.MoneyOut)."""
 
 from __future__ import annotations
 
