@@ -160,8 +160,8 @@ def claim_key(session: Session, claim: IdempotencyClaim[R], now: datetime) -> He
             continue  # pruned since the claim met it: claim again
         if (answer := stored_answer(claim, record)) is not None:
             return answer
-        # A committed InProgress row was left by the code before this protocol, whose money never
-        # moved without completing it (docs/money.md#idempotency-records): take its place.
+        # A committed InProgress row is an older release's, whose money never moved without
+        # completing it (docs/money.md#idempotency-records): take its place.
         stale = (IdempotencyRecord.Id == record.Id) & (IdempotencyRecord.State == _IN_PROGRESS)
         session.execute(delete(IdempotencyRecord).where(stale))
     raise refusals.IdempotencyInProgress()

@@ -85,6 +85,6 @@ class NoticeKind(enum.StrEnum):
 
 class IdempotencyState(enum.StrEnum):
     # The key's row while its money transaction is open, uncommitted (a duplicate waits on it);
-    # committed only by the protocol before the claim moved into that transaction.
+    # a committed one is an older release's, which committed its claim alone: taken over at once.
     IN_PROGRESS = "InProgress"
     COMPLETED = "Completed"  # a success, stored with the money it moved
