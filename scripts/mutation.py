@@ -149,7 +149,7 @@ EQUIVALENT: dict[str, str] = {
     "shared.identity.passwords.x_verify_secret__mutmut_15": (
         "a count read signed differs only from 2**31 up, refused either way (MAX_ITERATIONS)"
     ),
-    "shared.identity.passwords.x_verify_secret__mutmut_53": "'UTF-8' and 'utf-8' name one codec",
+    "shared.identity.passwords.x_verify_secret__mutmut_55": "'UTF-8' and 'utf-8' name one codec",
     "shared.identity.pins.x__count_attempt__mutmut_6": (
         "`NULL <= now` is never true in SQL, so a missing lockout end is not lapsed either way"
     ),
