@@ -404,7 +404,9 @@ def _seed_from_record(package: str, work: Path) -> None:
     for name, data in json.loads(record.read_text(encoding="utf-8")).items():
         meta = work / "mutants" / name
         meta.parent.mkdir(parents=True, exist_ok=True)
-        meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+        # mutmut's loader requires the timing tables too; empty ones it fills as it runs.
+        timings = {"durations_by_key": {}, "estimated_durations_by_key": {}}
+        meta.write_text(json.dumps({**timings, **data}, indent=4), encoding="utf-8")
 
 
 def _prepare(package: str, *, fresh: bool, seed: bool) -> Path:
