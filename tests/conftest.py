@@ -28,9 +28,10 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from shared.db import migrate
-from shared.db.engine import build_engine, dispose_engines
+from shared.db.engine import EngineOptions, build_engine, dispose_engines
 from shared.notices.transports import pickup_directory_problem
 from tests.support import ids, tsql_parse
+from tests.support.fault_proxy import FaultProxy
 from tests.support.leak_watch import (
     leak_watch,
     record_text,
@@ -210,6 +211,21 @@ def postgres_url(_postgres_template: str) -> Iterator[str]:
     yield _create_database(name, template=_postgres_template)
     dispose_engines()
     _drop_database(name)
+
+
+@pytest.fixture
+def postgres_proxy(postgres_url: str) -> Iterator[FaultProxy]:
+    """The suite's fault proxy in front of `postgres_url`'s server, passing until told."""
+    with FaultProxy.in_front_of(postgres_url) as running:
+        yield running
+
+
+@pytest.fixture
+def proxied_engine(postgres_proxy: FaultProxy, postgres_url: str) -> Iterator[Engine]:
+    """An engine of one pooled connection to `postgres_url` through `postgres_proxy`."""
+    engine = build_engine(postgres_proxy.url(postgres_url), options=EngineOptions(pool_size=1))
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

@@ -7,15 +7,13 @@ committed. Neither fault carries the driver's error down its chain."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from sqlalchemy import Engine, select
-from sqlalchemy.engine import make_url
 
-from shared.db.engine import EngineOptions, build_engine, get_engine
+from shared.db.engine import get_engine
 from shared.db.schema import AuthorizationStatus, TransferAuthorization
 from shared.db.uow import commit_unit, unit_of_work, writing_unit_of_work
 from shared.errors import CommitOutcomeUnknown, DatabaseUnavailable
@@ -24,20 +22,6 @@ from tests.support.fault_proxy import FaultProxy, Mode
 from tests.support.users import User, make_user
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def proxy(postgres_url: str) -> Iterator[FaultProxy]:
-    parsed = make_url(postgres_url)
-    with FaultProxy((parsed.host or "127.0.0.1", parsed.port or 5432)) as running:
-        yield running
-
-
-@pytest.fixture
-def through(proxy: FaultProxy, postgres_url: str) -> Iterator[Engine]:
-    engine = build_engine(proxy.url(postgres_url), options=EngineOptions(pool_size=1))
-    yield engine
-    engine.dispose()
 
 
 def _authorization(user: User) -> TransferAuthorization:
@@ -63,14 +47,17 @@ def _stored(db_url: str, authorization_id: uuid.UUID) -> bool:
 
 
 def test_a_connection_lost_before_the_commit_is_unavailable_and_nothing_was_written(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     pending = _authorization(make_user(postgres_url))
-    with pytest.raises(DatabaseUnavailable) as raised, writing_unit_of_work(through) as session:
+    with (
+        pytest.raises(DatabaseUnavailable) as raised,
+        writing_unit_of_work(proxied_engine) as session,
+    ):
         session.add(pending)  # written by commit_unit's flush, on a connection cut just before
-        proxy.set_mode(Mode.RESET)
+        postgres_proxy.set_mode(Mode.RESET)
         commit_unit(session, unknown=MintOutcomeUnknown)
-    proxy.set_mode(Mode.PASS)
+    postgres_proxy.set_mode(Mode.PASS)
     assert type(raised.value) is DatabaseUnavailable
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert "nothing changed" in raised.value.title
@@ -78,14 +65,17 @@ def test_a_connection_lost_before_the_commit_is_unavailable_and_nothing_was_writ
 
 
 def test_a_commit_whose_reply_is_lost_is_the_writers_outcome_unknown_and_may_have_committed(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     pending = _authorization(make_user(postgres_url))
-    with pytest.raises(CommitOutcomeUnknown) as raised, writing_unit_of_work(through) as session:
+    with (
+        pytest.raises(CommitOutcomeUnknown) as raised,
+        writing_unit_of_work(proxied_engine) as session,
+    ):
         session.add(pending)
-        proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+        postgres_proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
         commit_unit(session, unknown=MintOutcomeUnknown)
-    assert proxy.count("commit_cut") == 1
+    assert postgres_proxy.count("commit_cut") == 1
     assert type(raised.value) is MintOutcomeUnknown
     assert (raised.value.status, raised.value.error_code) == (503, "COMMIT_OUTCOME_UNKNOWN")
     assert raised.value.headers == {"Retry-After": "5"}

@@ -6,13 +6,11 @@ through the served app; these stage it in process, where a mutant of the commit'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import Engine
 
 from shared.audit.chain import AuditChain
-from shared.db.engine import EngineOptions, build_engine, get_engine
+from shared.db.engine import get_engine
 from shared.db.schema import AspNetUser
 from shared.db.uow import unit_of_work
 from shared.errors import CommitOutcomeUnknown
@@ -36,19 +34,6 @@ NEW_PIN = "615370"
 SETTINGS = PinSettings(MaxFailedAttempts=5, LockoutMinutes=15)
 
 
-@pytest.fixture
-def proxy(postgres_url: str) -> Iterator[FaultProxy]:
-    with FaultProxy.in_front_of(postgres_url) as running:
-        yield running
-
-
-@pytest.fixture
-def through(proxy: FaultProxy, postgres_url: str) -> Iterator[Engine]:
-    engine = build_engine(proxy.url(postgres_url), options=EngineOptions(pool_size=1))
-    yield engine
-    engine.dispose()
-
-
 def _row(url: str, user_id: str) -> AspNetUser:
     with unit_of_work(get_engine(url)) as session:
         user = session.get_one(AspNetUser, user_id)
@@ -63,7 +48,7 @@ def _assert_outcome_unknown(error: CommitOutcomeUnknown, kind: type[CommitOutcom
 
 
 def test_a_pin_attempt_whose_reservation_reply_is_lost_is_unknown_and_the_attempt_counted(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     user_id = make_user(postgres_url).user_id
     enrol_pin(postgres_url, user_id, PIN)
@@ -73,30 +58,30 @@ def test_a_pin_attempt_whose_reservation_reply_is_lost_is_unknown_and_the_attemp
         checked.append(pin)
         return verify_secret(stored, pin)
 
-    proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+    postgres_proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
     with pytest.raises(CommitOutcomeUnknown) as raised:
-        verify_pin(through, FakeClock(), SETTINGS, user_id, PIN, verifier=counted)
+        verify_pin(proxied_engine, FakeClock(), SETTINGS, user_id, PIN, verifier=counted)
     _assert_outcome_unknown(raised.value, PinAttemptOutcomeUnknown)
-    assert proxy.count("commit_cut") == 1
+    assert postgres_proxy.count("commit_cut") == 1
     assert checked == [], "the request goes no further than the lost reservation"
     assert _row(postgres_url, user_id).PinAccessFailedCount == 1, "the server had committed"
 
 
 def test_a_right_pin_whose_reset_reply_is_lost_is_unknown_and_the_count_was_reset(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     user_id = make_user(postgres_url).user_id
     enrol_pin(postgres_url, user_id, PIN)
 
     def verified_then_cut(stored: str | None, pin: str) -> bool:
         # Between the reservation's commit and the reset's: only the reset's reply is lost.
-        proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+        postgres_proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
         return verify_secret(stored, pin)
 
     with pytest.raises(CommitOutcomeUnknown) as raised:
-        verify_pin(through, FakeClock(), SETTINGS, user_id, PIN, verifier=verified_then_cut)
+        verify_pin(proxied_engine, FakeClock(), SETTINGS, user_id, PIN, verifier=verified_then_cut)
     _assert_outcome_unknown(raised.value, PinAttemptOutcomeUnknown)
-    assert proxy.count("commit_cut") == 1
+    assert postgres_proxy.count("commit_cut") == 1
     assert _row(postgres_url, user_id).PinAccessFailedCount == 0, "the server had committed"
 
 
@@ -105,23 +90,23 @@ def _changes(engine: Engine) -> PinChanges:
 
 
 def test_an_enrolment_whose_commit_reply_is_lost_is_its_own_unknown_and_the_pin_is_enrolled(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     user_id = make_user(postgres_url).user_id
-    proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+    postgres_proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
     with pytest.raises(CommitOutcomeUnknown) as raised:
-        _changes(through).enrol(user_id, password=PASSWORD, pin=PIN)
+        _changes(proxied_engine).enrol(user_id, password=PASSWORD, pin=PIN)
     _assert_outcome_unknown(raised.value, PinEnrolmentOutcomeUnknown)
     assert verify_secret(_row(postgres_url, user_id).PinHash, PIN), "the server had committed"
 
 
 def test_a_change_whose_commit_reply_is_lost_is_its_own_unknown_and_the_new_pin_holds(
-    postgres_url: str, proxy: FaultProxy, through: Engine
+    postgres_url: str, postgres_proxy: FaultProxy, proxied_engine: Engine
 ) -> None:
     user_id = make_user(postgres_url).user_id
     enrol_pin(postgres_url, user_id, PIN)
-    proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
+    postgres_proxy.set_mode(Mode.COMMIT_REPLY_LOST, once=True)
     with pytest.raises(CommitOutcomeUnknown) as raised:
-        _changes(through).change(user_id, current_pin=PIN, new_pin=NEW_PIN)
+        _changes(proxied_engine).change(user_id, current_pin=PIN, new_pin=NEW_PIN)
     _assert_outcome_unknown(raised.value, PinChangeOutcomeUnknown)
     assert verify_secret(_row(postgres_url, user_id).PinHash, NEW_PIN), "the server had committed"
