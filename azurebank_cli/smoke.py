@@ -33,14 +33,15 @@ MONEY_STEPS = ("accounts", "pin", "mint", "transfer", "replay", "allowance", "li
 
 
 def _base_url(text: str) -> str:
+    refused = argparse.ArgumentTypeError(
+        "must be an http(s) URL, e.g. https://APP.azurewebsites.net"
+    )
     try:
         parts = urlsplit(text.strip())
     except ValueError:  # an unclosed IPv6 bracket
-        parts = urlsplit("")
+        raise refused from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(
-            "must be an http(s) URL, e.g. https://APP.azurewebsites.net"
-        )
+        raise refused
     # The app's root; a URL ending in the host's route prefix `/api` means the same app.
     return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/').removesuffix('/api')}"
 
