@@ -157,19 +157,20 @@ def _rows(session: Session, condition: ColumnElement[bool]) -> int:
 
 
 @write_forms
+@pytest.mark.parametrize("moved", ["payer", "payee"])
 def test_a_token_that_moved_before_the_write_is_a_lost_race_and_the_retry_writes_once(
-    fresh_postgres_url: str, writes: TransferWriter
+    fresh_postgres_url: str, writes: TransferWriter, moved: str
 ) -> None:
-    """A writer of the payer's account committed after our read: the balance write matches no
-    row, the attempt rolls back whole and runs again on fresh rows; one transfer is written."""
+    """A writer of either account committed after our read: its balance write matches no row,
+    the attempt rolls back whole and runs again on fresh rows; one transfer is written. (The
+    two accounts are written in lock order, so one of the two cases fails the first write.)"""
     with open_bank(fresh_postgres_url) as bank:
         scene = Scene(bank, writes)
+        account = {"payer": scene.alice, "payee": scene.bob}[moved].primary
         tail_before = scene.tail_now()
         answer = scene.pay(
             lambda: scene.meanwhile(
-                update(Account)
-                .where(Account.Id == scene.alice.primary)
-                .values(Version=Account.Version + 1)
+                update(Account).where(Account.Id == account).values(Version=Account.Version + 1)
             )
         )
         written = scene.written()
