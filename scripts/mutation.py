@@ -254,6 +254,34 @@ EQUIVALENT |= {
     "shared.money.idempotency.x_store_success__mutmut_2": (
         "SQLAlchemy takes no synchronisation step for None, as for False"
     ),
+    **{
+        f"shared.money.{name}__mutmut_{n}": (
+            "the label only names the choice in the error for a dialect the table lacks, and the"
+            " table holds every dialect shared.db.engine builds"
+        )
+        for name, numbers in (
+            ("applock_sql.x_take_daily_limit_lock", (9, 13, 14)),
+            ("transfer_write_sql.x_write_transfer", (7, 11, 12)),
+        )
+        for n in numbers
+    },
+    "shared.money.accounts.x_in_lock_order__mutmut_4": (
+        "the two accounts of a transfer are never one (the payee is another user), so their Ids"
+        " are never equal and < orders them as <= does"
+    ),
+    **{
+        f"shared.money.payees.x_payee_columns__mutmut_{n}": (
+            "judge_payee reads payee_open for truth only: NULL and 0 refuse alike, 2 and 1 pass"
+        )
+        for n in (11, 13, 14)
+    },
+    "shared.money.payees.x_resolve_payee__mutmut_15": (
+        "with no user found, judge_payee refuses PAYEE_NOT_FOUND before it reads payee_open"
+    ),
+    "shared.money.idempotency.x_stored_answer__mutmut_7": (
+        "a Completed record's status and body are written together in one UPDATE (store_success,"
+        " the transfer's batch): neither is NULL without the other"
+    ),
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,
@@ -306,6 +334,9 @@ SQL_SERVER_ONLY |= {
     *(f"shared.money.applock_sql.x__take_mssql__mutmut_{n}" for n in range(1, 12)),
     *(f"shared.money.applock_sql.x_mssql_applock_batch__mutmut_{n}" for n in (2, 4, 6, 7)),
     *(f"shared.money.applock_sql.x_mssql_applock_batch__mutmut_{n}" for n in (10, 18, 20, 21)),
+    # The tag's bind type decides NVARCHAR over VARCHAR for SQL Server's driver; PostgreSQL and
+    # SQLite bind a str alike whatever its declared type.
+    *(f"shared.money.payees.x_payee_match__mutmut_{n}" for n in (5, 7)),
 }
 
 # The mutmut settings every package shares (the package's own are added per package).

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from shared.bootstrap import bootstrap
-from shared.db.engine import get_engine
+from shared.db.engine import EngineOptions, get_engine
 from shared.db.schema import Account, AspNetUser
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.errors import DomainError
@@ -41,6 +41,8 @@ pytestmark = pytest.mark.adr("0050", "D5")
 RUN_CONTROLS = os.environ.get("AZUREBANK_RUN_CONTROLS") == "1"
 CEILING = Decimal(500)
 START = datetime(2026, 9, 7, 12, 0, tzinfo=UTC)
+# An engine default lock wait far above DailyLimit__LockTimeoutSeconds, to tell the two apart.
+ENGINE_LOCK_WAIT = 20
 
 lock_modes = [
     pytest.param(True, id="with-lock"),
@@ -61,9 +63,11 @@ class Services:
     transfer: TransferService
 
 
-def _services(url: str, *, lock_enabled: bool, timeout: int = 10) -> Services:
-    """The host's services through the composition root; without the lock, the root is handed
-    one that takes none."""
+def _services(
+    url: str, *, lock_enabled: bool, timeout: int = 10, engine: EngineOptions | None = None
+) -> Services:
+    """The host's services through the composition root, on an engine of `engine`'s options;
+    without the lock, the root is handed one that takes none."""
     clock = FakeClock(START)
     settings = load_settings(
         {
@@ -75,7 +79,7 @@ def _services(url: str, *, lock_enabled: bool, timeout: int = 10) -> Services:
     )
     built = bootstrap(
         settings,
-        get_engine(url),
+        get_engine(url, engine),
         clock,
         daily_limit_lock=None if lock_enabled else NoDailyLimitLock(),
     )
@@ -225,9 +229,10 @@ def test_a_held_lock_answers_503_lock_timeout_after_the_timeout_and_delays_no_ot
 
 def test_a_held_write_lock_on_sqlite_answers_503_lock_timeout(sqlite_url: str) -> None:
     """SQLite's application lock is the database's one write lock (BEGIN IMMEDIATE with the busy
-    timeout = the lock timeout): held elsewhere, a transfer answers 503, not 422 or 500. (On
-    SQLite every writer waits for it: one host, one writer.)"""
-    s = _services(sqlite_url, lock_enabled=True, timeout=1)
+    timeout = the lock timeout, not the engine's longer default): held elsewhere, a transfer
+    answers 503, not 422 or 500. (On SQLite every writer waits for it: one host, one writer.)"""
+    engine = EngineOptions(lock_timeout=ENGINE_LOCK_WAIT, statement_timeout=ENGINE_LOCK_WAIT + 5)
+    s = _services(sqlite_url, lock_enabled=True, timeout=1, engine=engine)
     payer = make_user(sqlite_url, s.clock, balance=100)
     enrol_pin(sqlite_url, payer.user_id)
     payee = make_user(sqlite_url, s.clock)
@@ -242,5 +247,5 @@ def test_a_held_write_lock_on_sqlite_answers_503_lock_timeout(sqlite_url: str) -
             s.transfer.transfer(keyed(payer.user_id), order)
         elapsed = time.monotonic() - started
     assert (refused.value.status, refused.value.error_code) == (503, "LOCK_TIMEOUT")
-    assert 0.9 <= elapsed < 15, elapsed
+    assert 0.9 <= elapsed < ENGINE_LOCK_WAIT / 2, elapsed
     assert json.loads(s.transfer.transfer(keyed(payer.user_id), order).body)["amount"] == 10
