@@ -262,6 +262,7 @@ EQUIVALENT |= {
         for name, numbers in (
             ("applock_sql.x_take_daily_limit_lock", (9, 13, 14)),
             ("transfer_write_sql.x_write_transfer", (7, 11, 12)),
+            ("key_claim_sql.x_claim_statement", (3, 7, 8)),
         )
         for n in numbers
     },
@@ -277,6 +278,10 @@ EQUIVALENT |= {
     },
     "shared.money.payees.x_resolve_payee__mutmut_15": (
         "with no user found, judge_payee refuses PAYEE_NOT_FOUND before it reads payee_open"
+    ),
+    "shared.money.idempotency.x_run_keyed__mutmut_47": (
+        "every money answer's body holds its transaction's fresh Id, so an answer run again never"
+        " has the body of the one whose commit was lost unless it is that one replayed"
     ),
     "shared.money.idempotency.x_stored_answer__mutmut_7": (
         "a Completed record's status and body are written together in one UPDATE (store_success,"

@@ -203,8 +203,14 @@ def test_a_transfer_that_loses_every_race_gives_up_after_the_last_attempt_backin
         written.append(writes)
         return WriteOutcome(balances=1, spent=0)
 
+    bounds: list[tuple[float, float]] = []
+
+    def at_the_bound(low: float, high: float) -> float:
+        bounds.append((low, high))
+        return high
+
     waits: list[float] = []
-    monkeypatch.setattr(random, "uniform", lambda low, high: high)
+    monkeypatch.setattr(random, "uniform", at_the_bound)
     monkeypatch.setattr(time, "sleep", waits.append)
     scene = Scene(db_url, transfer_writes=always_lost)
     order = scene.order(10)
@@ -213,6 +219,7 @@ def test_a_transfer_that_loses_every_race_gives_up_after_the_last_attempt_backin
     attempts = range(1, idempotency.MAX_ATTEMPTS + 1)
     assert len(written) == idempotency.MAX_ATTEMPTS
     assert waits == [pytest.approx(waits[0] * n) for n in attempts] and waits[0] > 0
+    assert [low for low, _ in bounds] == [0] * idempotency.MAX_ATTEMPTS
     retried = [
         record.args
         for record in caplog.records

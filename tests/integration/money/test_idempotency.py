@@ -289,23 +289,25 @@ def test_a_marker_left_committed_by_the_protocol_before_is_abandoned_and_the_ret
     """The code before the key was claimed in the money's transaction committed an InProgress
     marker first and completed it with the money; one left behind (its process died, its release
     failed) never had money. It is no record: the retry with its key goes through at once (not
-    after five minutes), moves the money once, and is then replayed."""
+    after five minutes), moves the money once, and is then replayed. Another key's marker is
+    left alone: it is that key's retry which takes its place."""
     with open_bank(db_url) as bank:
         alice = bank.customer(balance=0)
         key = unique_key()
         body = {"accountId": str(alice.primary), "amount": 10}
         canonical = {"accountId": str(alice.primary), "amount": "10.00"}
         with unit_of_work(get_engine(db_url)) as session:
-            session.add(
-                IdempotencyRecord(
-                    UserId=alice.user_id,
-                    Operation="deposit",
-                    Key=key,
-                    RequestHash=request_hash("deposit", canonical),
-                    State=IdempotencyState.IN_PROGRESS.value,
-                    CreatedAt=bank.clock.now(),
+            for marked in (key, unique_key()):
+                session.add(
+                    IdempotencyRecord(
+                        UserId=alice.user_id,
+                        Operation="deposit",
+                        Key=marked,
+                        RequestHash=request_hash("deposit", canonical),
+                        State=IdempotencyState.IN_PROGRESS.value,
+                        CreatedAt=bank.clock.now(),
+                    )
                 )
-            )
             session.commit()
         headers = {**bank.headers(alice), "Idempotency-Key": key}
         retried = bank.client.post(DEPOSIT, json=body, headers=headers)
@@ -315,7 +317,8 @@ def test_a_marker_left_committed_by_the_protocol_before_is_abandoned_and_the_ret
         assert again.headers["Idempotency-Replayed"] == "true"
         assert again.content == retried.content
         assert _balance(db_url, alice.primary) == 10
-        assert [r.State for r in _records(db_url, alice.user_id)] == ["Completed"]
+        states = sorted(r.State for r in _records(db_url, alice.user_id))
+        assert states == ["Completed", "InProgress"]
 
 
 def _blocked(url: str) -> int:
