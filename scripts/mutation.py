@@ -85,6 +85,7 @@ TESTS: dict[str, list[str]] = {
         "tests/unit/test_key_claim_sql.py",
         "tests/unit/test_money_amounts.py",
         "tests/unit/test_refusals_declared_once.py",
+        "tests/unit/test_request_hash_vector.py",
         "tests/unit/test_transfer_write_sql.py",
         "tests/integration/money",
         "tests/integration/http",
