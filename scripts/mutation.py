@@ -288,6 +288,9 @@ EQUIVALENT |= {
         "a Completed record's status and body are written together in one UPDATE (store_success,"
         " the transfer's batch): neither is NULL without the other"
     ),
+    "shared.notices.delivery.xǁ_Attemptǁoutcome__mutmut_4": (
+        "no caller reads an outcome's receipt: the mark stores it and the log line names it"
+    ),
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,

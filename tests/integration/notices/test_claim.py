@@ -145,6 +145,19 @@ def test_a_sweep_that_outlives_its_lease_counts_the_rows_it_was_told_to_skip_as_
     assert notice_row(engine, owed[0].id).DeliveredAt is None
 
 
+def test_a_sweep_counts_each_row_by_its_outcome_two_of_each(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    """Two delivered, two refused (their file exists) and two taken (another runner marked them
+    first): the summary operators read counts every one."""
+    owed = owed_notices(engine, 6)
+    for refused in owed[2:4]:
+        (pickup / f"{refused.id}.eml").write_bytes(b"an earlier attempt\r\n")
+    racing = RacingTransport(PickupDirectoryTransport(pickup), engine, {n.id for n in owed[4:]})
+    summary = make_sweep(engine, clock, racing, runner=A).run()
+    assert (summary.delivered, summary.refused, summary.taken, summary.failed) == (2, 2, 2, 0)
+
+
 def test_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

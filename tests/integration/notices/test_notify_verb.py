@@ -413,7 +413,9 @@ def test_notify_that_outlives_its_lease_stops_and_lets_go_of_what_it_did_not_try
 ) -> None:
     owed = owed_notices(engine, 3)
     slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=70))
-    report = drain(make_sweep(engine, clock, slow, runner=VERB, lease_seconds=120), engine, clock)
+    # A full batch (3 of 3 claimed) would have notify sweep again, were its lease not lapsed.
+    sweep = make_sweep(engine, clock, slow, runner=VERB, lease_seconds=120, batch_size=3)
+    report = drain(sweep, engine, clock)
     # t=0 and t=70 deliver; at t=140 the lease (120 s) has lapsed: the third is not tried.
     assert (report.sweeps, report.delivered, report.lease_lapsed) == (1, 2, True)
     assert report.exit_code == NotifyExit.FAILED
