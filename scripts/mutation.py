@@ -291,6 +291,10 @@ EQUIVALENT |= {
     "shared.notices.delivery.xǁ_Attemptǁoutcome__mutmut_4": (
         "no caller reads an outcome's receipt: the mark stores it and the log line names it"
     ),
+    **{f"shared.notices.claim_sql.x_claim_statement__mutmut_{n}": _CLAIM_BINDS for n in (13, 16)},
+    "shared.notices.transports.xǁPickupDirectoryTransportǁremove_leftovers__mutmut_12": (
+        "os.DirEntry.stat reads follow_symlinks for truth: None follows no link, as False"
+    ),
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_2": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_3": _CLAIM_CACHE,
     "shared.notices.claim.xǁNoticeClaimǁclaim__mutmut_16": _CLAIM_CACHE,

@@ -7,8 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, func, make_url, select, text
 
+from shared.db.engine import build_engine
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
@@ -64,6 +65,30 @@ def test_a_live_lease_is_not_taken_over_and_a_lapsed_one_is(
     lapsed = b.run()
     assert (lapsed.claimed, lapsed.delivered, lapsed.held_by_others) == (3, 3, 0)
     assert sorted(p.name for p in pickup.iterdir()) == sorted(f"{o.id}.eml" for o in owed)
+
+
+@pytest.mark.postgres
+def test_a_lease_is_stamped_and_judged_in_utc_whatever_the_sessions_time_zone(
+    fresh_postgres_url: str, clock: FakeClock, pickup: Path
+) -> None:
+    """The columns hold UTC without a zone; a PostgreSQL session in another zone (a server's
+    TimeZone setting) would read a zoned parameter against them as local time. The claim binds
+    its instants as the columns' own type, so the lease ends when it says, in UTC."""
+    tokyo = make_url(fresh_postgres_url).update_query_dict({"options": "-c TimeZone=Asia/Tokyo"})
+    engine = build_engine(tokyo.render_as_string(hide_password=False))
+    try:
+        owed_notices(engine, 1)
+        with writing_unit_of_work(engine) as session:
+            taken = NoticeClaim(A, lease_seconds=120, batch_size=100).take(session, clock.now())
+            session.commit()
+        assert taken.lease_until == START + timedelta(seconds=120)
+        with unit_of_work(engine) as session:
+            assert session.scalar(select(SubscriberNotice.LeasedUntil)) == taken.lease_until
+        clock.advance(timedelta(seconds=119))
+        b = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=B)
+        assert (b.run().claimed, _held_by(engine, A)) == (0, 1)
+    finally:
+        engine.dispose()
 
 
 def test_each_claim_stamps_the_lease_end_of_its_own_moment_not_the_first_claims(

@@ -178,7 +178,8 @@ def test_a_directory_or_a_symlink_named_as_a_temporary_is_never_removed(
     directory.mkdir()
     link = pickup / f".{uuid.uuid4()}.abcd_123.tmp"
     link.symlink_to(outside)
-    for path in (directory, link):
+    # The link's target is as old as the link: only the link's own type keeps it.
+    for path in (directory, link, outside):
         _age(path, clock.now(), timedelta(days=1))
 
     summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup)).run()
@@ -190,18 +191,21 @@ def test_a_directory_or_a_symlink_named_as_a_temporary_is_never_removed(
 def test_a_young_temporary_is_kept_because_a_live_runner_may_be_about_to_link_it(
     engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    young = _temporary_named_as_the_transport_names_it(pickup, uuid.uuid4())
-    _age(young, clock.now(), timedelta(seconds=LEASE - 1))
-    old = _temporary_named_as_the_transport_names_it(pickup, uuid.uuid4())
-    _age(old, clock.now(), timedelta(seconds=LEASE + 1))
+    # Removed once older than the lease: one just younger and one exactly as old are kept.
+    ages = {"young": LEASE - 1, "exact": LEASE, "old": LEASE + 1, "older": LEASE + 2}
+    made = {}
+    for name, seconds in ages.items():
+        made[name] = _temporary_named_as_the_transport_names_it(pickup, uuid.uuid4())
+        _age(made[name], clock.now(), timedelta(seconds=seconds))
     sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), lease_seconds=LEASE)
 
     with caplog.at_level(logging.INFO, logger="azurebank.notices"):
         summary = sweep.run()
-        assert [p.name for p in pickup.iterdir()] == [young.name]
-        assert summary.leftovers_removed == 1
+        kept = sorted(made[name].name for name in ("young", "exact"))
+        assert sorted(p.name for p in pickup.iterdir()) == kept
+        assert summary.leftovers_removed == 2
         clock.advance(timedelta(seconds=2))  # now the young one's writer has lost its lease too
-        assert sweep.run().leftovers_removed == 1
+        assert sweep.run().leftovers_removed == 2
     assert list(pickup.iterdir()) == []
     assert len(_removal_lines(caplog)) == 2
 
