@@ -291,7 +291,28 @@ EQUIVALENT |= {
     "shared.notices.delivery.xǁ_Attemptǁoutcome__mutmut_4": (
         "no caller reads an outcome's receipt: the mark stores it and the log line names it"
     ),
-    **{f"shared.notices.claim_sql.x_claim_statement__mutmut_{n}": _CLAIM_BINDS for n in (13, 16)},
+    **{
+        f"shared.notices.claim_sql.x_claim_statement__mutmut_{n}": _CLAIM_BINDS
+        for n in (13, 16, 56, 59)
+    },
+    "shared.notices.claim_sql.x_claim_statement__mutmut_44": (
+        "the subquery picks only free rows under a lock held to the UPDATE (PostgreSQL's FOR"
+        " UPDATE SKIP LOCKED re-checks a row changed meanwhile, SQL Server's UPDLOCK holds it,"
+        " SQLite has one writer): the outer re-check matches every row it returns"
+    ),
+    "shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_8": (
+        "_may_retry gives up at try MARK_ATTEMPTS, so the loop never reaches one try more"
+    ),
+    "shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_16": (
+        "on a first try no earlier try of ours can have marked the row, so asking whether it"
+        " carries our receipt answers no, as not asking does"
+    ),
+    **{
+        f"shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_{n}": (
+            "no caller reads an outcome's receipt: the mark stores it and the log line names it"
+        )
+        for n in (74, 76)
+    },
     "shared.notices.transports.xǁPickupDirectoryTransportǁremove_leftovers__mutmut_12": (
         "os.DirEntry.stat reads follow_symlinks for truth: None follows no link, as False"
     ),

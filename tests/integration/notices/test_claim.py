@@ -193,8 +193,16 @@ def test_a_mark_that_finds_the_row_taken_is_a_warning_not_a_crash(
     assert (summary.delivered, summary.taken, summary.failed_whole) == (1, 1, None)
     # DeliveredAt is the concurrency token: the first mark stands.
     assert notice_row(engine, owed[0].id).DeliveryReceipt == "another runner's receipt"
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("found the row taken" in r.getMessage() for r in warnings)
+    taken_lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.getMessage().startswith("Notice mark found")
+    ]
+    # The line names the notice and the receipt the mark could not record (the file's name).
+    assert len(taken_lines) == 1 and taken_lines[0].startswith(
+        f"Notice mark found the row taken: {owed[0].id} ("
+    )
+    assert taken_lines[0].endswith(f"receipt pickup:{owed[0].id}.eml is not recorded on it")
 
 
 @pytest.mark.adr("0045", "D7")
