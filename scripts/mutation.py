@@ -300,6 +300,19 @@ EQUIVALENT |= {
         " UPDATE SKIP LOCKED re-checks a row changed meanwhile, SQL Server's UPDLOCK holds it,"
         " SQLite has one writer): the outer re-check matches every row it returns"
     ),
+    "shared.notices.delivery.xǁNoticeDeliveryRunǁdeliver__mutmut_38": (
+        "logging formats a message only when it has arguments: alone, a '%' in it prints as is"
+    ),
+    "shared.notices.delivery.xǁNoticeDeliveryRunǁdeliver__mutmut_63": (
+        "a missing address is refused above (address_problem), so the address is never None here"
+    ),
+    "shared.notices.transports.xǁPickupDirectoryTransportǁdeliver__mutmut_25": (
+        "NoticeRefused's id is never read: the delivery that catches it names the notice it holds"
+    ),
+    "shared.notices.transports.xǁPickupDirectoryTransportǁdeliver__mutmut_33": (
+        "only its writer removes a live temporary (a leftover sweep takes only those older than"
+        " any lease), so the writer's own removal never meets FileNotFoundError"
+    ),
     "shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_8": (
         "_may_retry gives up at try MARK_ATTEMPTS, so the loop never reaches one try more"
     ),
@@ -311,7 +324,7 @@ EQUIVALENT |= {
         f"shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_{n}": (
             "no caller reads an outcome's receipt: the mark stores it and the log line names it"
         )
-        for n in (74, 76)
+        for n in (74, 76, 89, 91)
     },
     "shared.notices.transports.xǁPickupDirectoryTransportǁremove_leftovers__mutmut_12": (
         "os.DirEntry.stat reads follow_symlinks for truth: None follows no link, as False"

@@ -115,7 +115,12 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
     def levels(fragment: str) -> set[int]:
         return {r.levelno for r in caplog.records if fragment in r.getMessage()}
 
-    assert levels(f"Notice delivered: {delivered}") == {logging.INFO}
+    def whole(line: str) -> set[int]:
+        return {r.levelno for r in caplog.records if r.getMessage() == line}
+
+    assert whole(
+        f"Notice delivered: {delivered} (PinEnrolled), receipt pickup:{delivered}.eml"
+    ) == {logging.INFO}
     for notice_id, problem in ((missing, "missing"), (blank, "blank"), (invalid, "invalid")):
         # The whole line, as docs/operations.md names it: an operator searches for its start.
         line = (
@@ -123,11 +128,18 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
             "the row stays owed"
         )
         assert {r.levelno for r in caplog.records if r.getMessage() == line} == {logging.WARNING}
-    assert levels(f"{unrenderable}: kind 'PasswordReset' has no message") == {logging.WARNING}
+    assert whole(
+        f"Notice not delivered: {unrenderable}: kind 'PasswordReset' has no message;"
+        " the row stays owed"
+    ) == {logging.WARNING}
     assert levels(f"{transport_fails} (PinEnrolled): the transport failed with OSError") == {
         logging.WARNING
     }
-    assert levels(f"Notice refused: {refused}") == {logging.WARNING}
+    assert whole(
+        f"Notice refused: {refused} (PinEnrolled): the pickup directory (Notices__PickupDirectory)"
+        f" already holds {refused}.eml; the row stays owed beside it (runbook: the row is the"
+        " truth; move the file and run again, or mark the row)"
+    ) == {logging.WARNING}
     assert levels(f"{taken} (PinEnrolled) was already marked delivered") == {logging.WARNING}
     assert levels(f"NO AUDIT ROW: notice {exact_finding}") == {logging.WARNING}
     assert levels("outlived its own lease") == {logging.WARNING}
