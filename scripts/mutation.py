@@ -115,10 +115,8 @@ _REQUIRE_REDUNDANT = (
     "PyJWT refuses a token without iss or aud whenever an issuer and an audience are given (always,"
     " here), and _check_times and tokens.user_id refuse one without exp or sub"
 )
-_NO_SESSION_SYNC = (
-    "SQLAlchemy takes no synchronisation step for None, as for False (and the session holds no"
-    " AspNetUser object to synchronise)"
-)
+_SYNC_NONE = "SQLAlchemy takes no synchronisation step for None, as for False"
+_NO_SESSION_SYNC = f"{_SYNC_NONE} (and the session holds no AspNetUser object to synchronise)"
 EQUIVALENT: dict[str, str] = {
     "shared.audit.chain.x__field__mutmut_17": "'>i' and '>I' pack every length below 2**31 alike",
     "shared.audit.chain.x__field__mutmut_8": "'UTF-8' and 'utf-8' name one codec",
@@ -224,6 +222,7 @@ _TSQL_KEYWORDS = "T-SQL keywords and type names are case-insensitive"
 _NEVER_READ = (
     "caught inside run_keyed, which logs a line of its own: the exception's text is never read"
 )
+_RECEIPT_UNREAD = "no caller reads an outcome's receipt: the mark stores it, the log line names it"
 _CLAIM_CACHE = "the claim statement is built the same every time: the cache saves only the build"
 _CLAIM_BINDS = "every execution of the claim binds now and lease_until, over the built defaults"
 _BY_TYPE = "readiness reports a failing probe by its exception's type only, never its text"
@@ -252,9 +251,7 @@ EQUIVALENT |= {
     "shared.money.transfer_write_sql.x_one_statement_per_write__mutmut_24": (
         "typing.cast returns its value unchanged whatever type it names"
     ),
-    "shared.money.idempotency.x_store_success__mutmut_2": (
-        "SQLAlchemy takes no synchronisation step for None, as for False"
-    ),
+    "shared.money.idempotency.x_store_success__mutmut_2": _SYNC_NONE,
     **{
         f"shared.money.{name}__mutmut_{n}": (
             "the label only names the choice in the error for a dialect the table lacks, and the"
@@ -288,9 +285,7 @@ EQUIVALENT |= {
         "a Completed record's status and body are written together in one UPDATE (store_success,"
         " the transfer's batch): neither is NULL without the other"
     ),
-    "shared.notices.delivery.xǁ_Attemptǁoutcome__mutmut_4": (
-        "no caller reads an outcome's receipt: the mark stores it and the log line names it"
-    ),
+    "shared.notices.delivery.xǁ_Attemptǁoutcome__mutmut_4": _RECEIPT_UNREAD,
     **{
         f"shared.notices.claim_sql.x_claim_statement__mutmut_{n}": _CLAIM_BINDS
         for n in (13, 16, 56, 59)
@@ -321,9 +316,7 @@ EQUIVALENT |= {
         " carries our receipt answers no, as not asking does"
     ),
     **{
-        f"shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_{n}": (
-            "no caller reads an outcome's receipt: the mark stores it and the log line names it"
-        )
+        f"shared.notices.delivery.xǁNoticeDeliveryRunǁ_mark__mutmut_{n}": _RECEIPT_UNREAD
         for n in (74, 76, 89, 91)
     },
     "shared.notices.transports.xǁPickupDirectoryTransportǁremove_leftovers__mutmut_12": (

@@ -30,6 +30,7 @@ from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.errors import DomainError
 from shared.money import idempotency
 from shared.money.applock_sql import DailyLimitLock, take_daily_limit_lock
+from shared.money.idempotency import Answer
 from shared.money.mint import MintRequest
 from shared.money.transfer_write_sql import TransferWrites, WriteOutcome
 from shared.money.transfers import TRANSFER_COMPLETED, TransferOrder
@@ -37,7 +38,7 @@ from shared.settings import load_settings
 from tests.support.clock import FakeClock
 from tests.support.hosts import CHAIN_KEY
 from tests.support.money import keyed
-from tests.support.users import PIN, User, enrol_pin, make_user
+from tests.support.users import PIN, enrol_pin, make_user
 
 pytestmark = pytest.mark.adr("0050", "D4.1")
 
@@ -64,7 +65,7 @@ class Scene:
     100; `meanwhile` runs once, between a transfer's pre-check and its lock."""
 
     def __init__(self, url: str, **collaborators: object) -> None:
-        self.url, self.clock = url, FakeClock(START)
+        self.clock = FakeClock(START)
         self.meanwhile: list[Callable[[], object]] = []
         settings = load_settings(
             {"Database__Url": url, "Audit__ChainKey": CHAIN_KEY, "DailyLimit__Amount": str(LIMIT)}
@@ -80,14 +81,14 @@ class Scene:
         self.bob = make_user(url, self.clock)
         enrol_pin(url, self.alice.user_id)
 
-    def order(self, amount: int, payer: User | None = None) -> TransferOrder:
+    def order(self, amount: int) -> TransferOrder:
         """An authorized transfer of `amount` from Alice to Bob, minted now."""
-        payer = payer or self.alice
-        request = MintRequest(payer.primary, self.bob.tag, Decimal(amount), PIN)
-        grant = self.services.mint.mint(payer.user_id, request)
-        return TransferOrder(payer.primary, self.bob.tag, Decimal(amount), grant.authorization_id)
+        alice = self.alice
+        request = MintRequest(alice.primary, self.bob.tag, Decimal(amount), PIN)
+        grant = self.services.mint.mint(alice.user_id, request)
+        return TransferOrder(alice.primary, self.bob.tag, Decimal(amount), grant.authorization_id)
 
-    def pay(self, order: TransferOrder) -> object:
+    def pay(self, order: TransferOrder) -> Answer:
         return self.services.transfers.transfer(keyed(self.alice.user_id), order)
 
     def refusal(self, order: TransferOrder) -> tuple[int, str]:
@@ -115,19 +116,19 @@ def _refused_by_the_limit(caplog: pytest.LogCaptureFixture) -> list[tuple[object
     ]
 
 
-def test_an_account_closed_after_the_pre_check_cannot_pay(db_url: str) -> None:
+@pytest.mark.parametrize(
+    ("closed", "refusal"),
+    [("payer", (401, "AUTHORIZATION_INVALID")), ("payee", (422, "PAYEE_INVALID"))],
+)
+def test_an_account_closed_after_the_pre_check_refuses_the_transfer(
+    db_url: str, closed: str, refusal: tuple[int, str]
+) -> None:
+    """The paying account closed cannot pay; the payee's only account closed is no payee."""
     scene = Scene(db_url)
     order = scene.order(10)
-    scene.meanwhile.append(functools.partial(scene.close, scene.alice.primary))
-    assert scene.refusal(order) == (401, "AUTHORIZATION_INVALID")
-    assert scene.balances() == (Decimal(200), Decimal(0))
-
-
-def test_a_payee_whose_account_closed_after_the_pre_check_is_refused(db_url: str) -> None:
-    scene = Scene(db_url)
-    order = scene.order(10)
-    scene.meanwhile.append(functools.partial(scene.close, scene.bob.primary))
-    assert scene.refusal(order) == (422, "PAYEE_INVALID")
+    account = {"payer": scene.alice, "payee": scene.bob}[closed].primary
+    scene.meanwhile.append(functools.partial(scene.close, account))
+    assert scene.refusal(order) == refusal
     assert scene.balances() == (Decimal(200), Decimal(0))
 
 
@@ -172,7 +173,7 @@ def test_a_transfer_the_day_already_refuses_answers_before_the_lock(
 def test_a_completed_transfer_audits_what_moved_from_where_to_whom(db_url: str) -> None:
     scene = Scene(db_url)
     order = scene.order(10)
-    receipt = json.loads(scene.pay(order).body)  # type: ignore[attr-defined]
+    receipt = json.loads(scene.pay(order).body)
     with unit_of_work(scene.services.engine) as session:
         details = session.scalars(
             select(AuditEvent.Details).where(
