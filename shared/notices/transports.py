@@ -205,6 +205,11 @@ def pickup_directory_problem(directory: Path) -> str | None:
     return None
 
 
+# How long the guard waits for git's answer: a hung git (a stalled network home, a lock) reads
+# as no git tree rather than holding the host's start.
+GIT_ANSWERS_WITHIN = 10.0  # seconds
+
+
 def _inside_git_tree(directory: Path) -> bool:
     # Walk up looking for .git ourselves, and ask git too when it is installed (worktrees,
     # GIT_DIR layouts); either saying yes is enough to refuse.
@@ -215,7 +220,7 @@ def _inside_git_tree(directory: Path) -> bool:
         result = subprocess.run(
             ["git", "-C", str(resolved), "rev-parse", "--is-inside-work-tree"],
             capture_output=True,
-            timeout=10,
+            timeout=GIT_ANSWERS_WITHIN,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):

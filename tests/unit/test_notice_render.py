@@ -7,6 +7,7 @@ import email
 import os
 import re
 import socket
+import time
 import uuid
 from datetime import UTC, datetime
 from email import policy
@@ -17,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shared.db.schema import NoticeKind
-from shared.notices.hosted import make_runner_name
+from shared.notices.hosted import make_runner_name, runner_kind
 from shared.notices.render import (
     AddressProblem,
     UnrenderableKind,
@@ -70,6 +71,20 @@ def test_the_body_names_the_event_its_utc_time_the_reference_and_the_contact() -
     assert CONTACT in body
 
 
+def test_the_date_and_the_time_in_the_body_are_utc_whatever_the_hosts_local_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        msg = _render(NoticeKind.PIN_CHANGED)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert msg["Date"] == "Mon, 07 Sep 2026 12:00:00 +0000"
+    assert "When: 2026-09-07 11:58:30 UTC" in msg.get_content()
+
+
 def test_a_kind_with_no_message_is_unrenderable_not_a_crash_of_another_kind() -> None:
     with pytest.raises(UnrenderableKind):
         _render("PasswordChanged")
@@ -90,13 +105,26 @@ def test_a_kind_with_no_message_is_unrenderable_not_a_crash_of_another_kind() ->
         ("a@example.com\r\nBcc: b@example.com", AddressProblem.INVALID),
         ("a@example..com", AddressProblem.INVALID),
         ("x" * 250 + "@example.com", AddressProblem.INVALID),
+        ("x" * 243 + "@example.com", AddressProblem.INVALID),  # 255: one over the bound
+        # A tab inside a quoted local part, which the header parser takes without a defect.
+        ('"a\tb"@example.com', AddressProblem.INVALID),
+        # A local part ending in a dot: the parser reads it back as given, with a defect.
+        ("ada.@example.com", AddressProblem.INVALID),
     ],
 )
 def test_an_unusable_address_is_named_by_its_problem(raw: str | None, problem: str) -> None:
     assert address_problem(raw) == problem
 
 
-@pytest.mark.parametrize("raw", ["a@example.com", " ada.lovelace+pin@bank.example.org "])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "a@example.com",
+        " ada.lovelace+pin@bank.example.org ",
+        '"ada lovelace"@example.com',  # a space inside a quoted local part is no control
+        "x" * 242 + "@example.com",  # 254 characters, the longest an address may be
+    ],
+)
 def test_a_plain_addr_spec_is_usable(raw: str) -> None:
     assert address_problem(raw) is None
 
@@ -150,6 +178,8 @@ def test_a_runner_name_is_kind_host_pid_and_eight_hex(kind: str) -> None:
     host = re.sub(r"[/\s]", "-", socket.gethostname().split(".")[0])[:63]
     assert name.split("/")[1:3] == [host or "unknown-host", str(os.getpid())]
     assert make_runner_name(kind) != name  # type: ignore[arg-type]
+    # The kind is read back from the name alone (the verb's lease, telemetry's runner kind).
+    assert runner_kind(name) == kind
 
 
 def _render_with_the_stock_policy(

@@ -13,6 +13,7 @@ from shared.db.engine import build_engine
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
+from shared.notices.delivery import NoticeDeliveryRun
 from shared.notices.transports import PickupDirectoryTransport
 from tests.support.clock import FakeClock
 from tests.support.notices import (
@@ -285,3 +286,93 @@ def test_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_name(
     summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A).run()
     assert (summary.renewed, summary.held, summary.delivered) == (3, 3, 3)
     assert len(list(pickup.iterdir())) == 3
+
+
+def _sweep_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"]
+
+
+@pytest.mark.adr("0048", "D3")
+def test_the_next_sweep_counts_refused_rows_as_resting_and_one_with_only_resting_rows_is_silent(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owed = owed_notices(engine, 4)
+    for refused in owed[:2]:
+        (pickup / f"{refused.id}.eml").write_bytes(b"an earlier attempt\r\n")
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A)
+    skipped = {n.id for n in owed[2:]}
+    with caplog.at_level(logging.INFO, logger="azurebank.notices.sweep"):
+        first = sweep.run(exclude=skipped)
+        second = sweep.run()
+        third = sweep.run()
+    assert (first.refused, first.not_attempted, second.resting, second.delivered) == (2, 2, 2, 2)
+    assert (third.held, third.resting) == (2, 2)
+    # Two lines: the third sweep held only rows resting under their lease, and says nothing.
+    assert _sweep_lines(caplog) == [
+        f"Notice sweep by {A}: held 4 (renewed 0, claimed 4), delivered 0, refused 2, failed 0,"
+        " taken 0, not attempted 2, resting 0; 0 held by other runners",
+        f"Notice sweep by {A}: held 4 (renewed 4, claimed 0), delivered 2, refused 0, failed 0,"
+        " taken 0, not attempted 0, resting 2; 0 held by other runners",
+    ]
+
+
+def test_an_idle_sweep_logs_nothing(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG, logger="azurebank.notices"):
+        summary = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A).run()
+    assert summary.held == 0
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("azurebank")] == []
+
+
+def test_a_sweep_stops_delivering_at_the_instant_its_lease_ends_not_after(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    owed_notices(engine, 2)
+    # The first delivery takes exactly the lease: the clock then reads the lease's end.
+    slow = SlowTransport(PickupDirectoryTransport(pickup), clock, timedelta(seconds=60))
+    summary = make_sweep(engine, clock, slow, runner=A, lease_seconds=60).run()
+    assert clock.now() == summary.lease_until
+    assert (summary.delivered, summary.not_attempted, summary.lease_lapsed) == (1, 1, True)
+
+
+@pytest.mark.parametrize(
+    ("lease_left", "counted"), [(timedelta(minutes=-1), 0), (timedelta(minutes=1), 1)]
+)
+def test_a_sweep_counts_only_other_runners_live_leases_as_held_by_them(
+    engine: Engine, clock: FakeClock, pickup: Path, lease_left: timedelta, counted: int
+) -> None:
+    older, newer = owed_notices(engine, 2)
+    with writing_unit_of_work(engine) as session:
+        session.execute(
+            SubscriberNotice.__table__.update()
+            .where(SubscriberNotice.Id == newer.id)
+            .values(LeasedBy=B, LeasedUntil=clock.now() + lease_left)
+        )
+        session.commit()
+    # A batch of one takes the older row, so the newer stays under B's lease, live or lapsed.
+    summary = make_sweep(
+        engine, clock, PickupDirectoryTransport(pickup), runner=A, batch_size=1
+    ).run()
+    assert summary.claimed_ids == (older.id,)
+    assert summary.held_by_others == counted
+
+
+@pytest.mark.parametrize(("lease_seconds", "batch_size"), [(0, 1), (1, 0)])
+def test_a_claim_needs_a_lease_and_a_batch_of_at_least_one(
+    lease_seconds: int, batch_size: int
+) -> None:
+    with pytest.raises(ValueError) as refused:
+        NoticeClaim(A, lease_seconds=lease_seconds, batch_size=batch_size)
+    assert str(refused.value) == "lease_seconds and batch_size must be at least 1"
+    shortest = NoticeClaim(A, lease_seconds=1, batch_size=1)
+    assert (shortest.lease, shortest.batch_size) == (timedelta(seconds=1), 1)
+
+
+def test_a_delivery_run_needs_the_contact_every_notice_names(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    claim = NoticeClaim(A, lease_seconds=60, batch_size=1)
+    with pytest.raises(ValueError) as refused:
+        NoticeDeliveryRun(engine, clock, PickupDirectoryTransport(pickup), claim, contact="  ")
+    assert str(refused.value) == "a notice needs Notices__Contact (ADR-0048 D6)"

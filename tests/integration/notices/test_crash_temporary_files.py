@@ -123,8 +123,11 @@ def test_a_runner_killed_between_its_temporary_and_the_link_leaves_nothing_once_
     assert sorted(p.name for p in pickup.iterdir()) == [f"{owed.id}.eml"]
     assert summary.delivered == 1 and summary.leftovers_removed == 1
     assert notice_row(engine, owed.id).DeliveredAt is not None
-    (line,) = _removal_lines(caplog)
-    assert "removed 1 temporary" in line
+    assert _removal_lines(caplog) == [
+        "Notice sweep by function/test/1/0000aaaa: removed 1 temporary files older than 120s"
+        " from the pickup directory (Notices__PickupDirectory), left by runners that died"
+        " between writing and linking them"
+    ]
     # A count, never a name or a path (ADR-0048 D4).
     for record in caplog.records:
         message = record.getMessage()
@@ -256,4 +259,18 @@ def test_a_leftover_that_cannot_be_removed_is_kept_named_by_its_error_type_and_t
     assert [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"] == [
         "Notice sweep by function/test/1/0000aaaa could not remove 1 leftover temporary files: "
         "PermissionError"
+    ]
+
+
+def test_a_pickup_directory_that_went_away_is_named_by_its_error_type_and_the_sweep_goes_on(
+    engine: Engine, clock: FakeClock, pickup: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup))
+    pickup.rmdir()
+    with caplog.at_level(logging.WARNING, logger="azurebank.notices.sweep"):
+        summary = sweep.run()
+    assert (summary.failed_whole, summary.leftovers_removed) == (None, 0)
+    assert [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"] == [
+        "Notice sweep by function/test/1/0000aaaa could not remove leftover temporary files: "
+        "FileNotFoundError"
     ]

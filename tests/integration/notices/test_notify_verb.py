@@ -10,12 +10,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from azurebank_cli import exits
 from azurebank_cli.main import main
+from shared.clock import utc_text
 from shared.db.engine import build_engine
-from shared.db.schema import NoticeKind
+from shared.db.schema import NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work
 from shared.notices.notify import NotifyExit, drain
 from shared.notices.status import OwedBacklog, owed_backlog_reader, read_owed_status
@@ -129,6 +130,29 @@ def test_notify_counts_and_names_what_others_hold_beside_what_it_delivers(
     assert code == exits.OK
     assert notice_row(engine, lapsed).DeliveredAt is not None
     assert f"notify: held under a live lease by {OTHER} (1 owed rows" in out
+
+
+@pytest.mark.adr("0048", "D5")
+def test_notify_names_the_first_and_the_last_lapse_of_another_runners_leases(
+    verb_env: dict[str, str], engine: Engine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, last = _lease_until_from_now(5), _lease_until_from_now(10)
+    with unit_of_work(engine) as session:
+        user_id = add_user(session).user_id
+        for until in (last, first):
+            add_notice(session, user_id, leased_by=OTHER, leased_until=until)
+        session.commit()
+    code, out, _ = _notify(capsys)
+    assert code == exits.NOTHING_TO_DO
+    with unit_of_work(engine) as session:  # the instants as the store holds them
+        stored = session.scalars(
+            select(SubscriberNotice.LeasedUntil).where(SubscriberNotice.LeasedBy == OTHER)
+        )
+        lapses = sorted(utc_text(until) for until in stored if until is not None)
+    assert (
+        f"notify: held under a live lease by {OTHER} (2 owed rows, lease lapses at {lapses[0]}"
+        f" to {lapses[1]})"
+    ) in out.splitlines()
 
 
 @pytest.mark.adr("0048", "D3")

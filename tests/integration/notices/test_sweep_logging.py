@@ -132,9 +132,10 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
         f"Notice not delivered: {unrenderable}: kind 'PasswordReset' has no message;"
         " the row stays owed"
     ) == {logging.WARNING}
-    assert levels(f"{transport_fails} (PinEnrolled): the transport failed with OSError") == {
-        logging.WARNING
-    }
+    assert whole(
+        f"Notice not delivered: {transport_fails} (PinEnrolled): the transport failed with"
+        " OSError; the row stays owed"
+    ) == {logging.WARNING}
     assert whole(
         f"Notice refused: {refused} (PinEnrolled): the pickup directory (Notices__PickupDirectory)"
         f" already holds {refused}.eml; the row stays owed beside it (runbook: the row is the"
@@ -143,4 +144,16 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
     assert levels(f"{taken} (PinEnrolled) was already marked delivered") == {logging.WARNING}
     assert levels(f"NO AUDIT ROW: notice {exact_finding}") == {logging.WARNING}
     assert levels("outlived its own lease") == {logging.WARNING}
-    assert levels("failed as a whole with DatabaseUnavailable") == {logging.ERROR}
+    assert whole(
+        "Notice sweep by verb/h/3/0000000c failed as a whole with DatabaseUnavailable; the rows"
+        " it holds stay owed"
+    ) == {logging.ERROR}
+    # Each sweep that held a row it could attempt ends with its counts, whole.
+    assert whole(
+        "Notice sweep by function/h/1/0000000a: held 9 (renewed 0, claimed 9), delivered 2,"
+        " refused 1, failed 5, taken 1, not attempted 0, resting 0; 0 held by other runners"
+    ) == {logging.INFO}
+    assert whole(
+        "Notice sweep by api/h/2/0000000b: held 2 (renewed 0, claimed 2), delivered 1, refused 0,"
+        " failed 0, taken 0, not attempted 1, resting 0; 6 held by other runners"
+    ) == {logging.INFO}
