@@ -424,6 +424,9 @@ EQUIVALENT |= {
         "setdefault returns the class stored first, so every lookup still answers that one class"
         " (the mutant only builds a throwaway class per lookup)"
     ),
+    "shared.notices.claim.xǁNoticeClaimǁtake__mutmut_1": (
+        "the sweep, take's one caller in the product, always passes holds_none"
+    ),
     "shared.notices.sweep.xǁNoticeSweepǁ_run__mutmut_77": (
         "delivered never exceeds held, so delivered - taken == held only where taken is 0 (as +):"
         " elsewhere the mutant only renews a runner that holds none, and the renew matches no row"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, func, make_url, select, text
 
-from shared.db.engine import build_engine
+from shared.db.engine import EngineOptions, build_engine
 from shared.db.schema import SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
@@ -376,3 +377,29 @@ def test_a_delivery_run_needs_the_contact_every_notice_names(
     with pytest.raises(ValueError) as refused:
         NoticeDeliveryRun(engine, clock, PickupDirectoryTransport(pickup), claim, contact="  ")
     assert str(refused.value) == "a notice needs Notices__Contact (ADR-0048 D6)"
+
+
+def test_after_a_sweep_that_failed_whole_the_next_renews_what_its_runner_still_holds(
+    sqlite_url: str, clock: FakeClock, pickup: Path
+) -> None:
+    # SQLite, whose one write lock another connection can hold: the sweep's claim then waits the
+    # lock's bound (a second here) and the sweep fails as a whole.
+    engine = build_engine(sqlite_url, options=EngineOptions(lock_timeout=1))
+    try:
+        (owed,) = owed_notices(engine, 1)
+        sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A)
+        first = sweep.run(exclude={owed.id})  # claimed, held under a live lease, not attempted
+        assert (first.claimed, first.not_attempted) == (1, 1)
+        blocker = sqlite3.connect(make_url(sqlite_url).database or "", isolation_level=None)
+        try:
+            blocker.execute("BEGIN IMMEDIATE")
+            failed = sweep.run()
+        finally:
+            blocker.close()
+        assert failed.failed_whole == "LockTimeout"
+        # What the failed sweep knew is forgotten: the runner still holds the row, so the next
+        # sweep renews it before delivering, as every sweep that holds rows does.
+        last = sweep.run()
+        assert (last.renewed, last.claimed, last.delivered) == (1, 0, 1)
+    finally:
+        engine.dispose()
