@@ -6,6 +6,8 @@ the last scores.
     .venv/bin/python scripts/mutation.py audit identity   those packages only
     .venv/bin/python scripts/mutation.py --resume money   go on with an interrupted run
     .venv/bin/python scripts/mutation.py --retry money    run the survivors again (new tests)
+    .venv/bin/python scripts/mutation.py --retry notices --tests tests/unit/test_x.py
+                                                          ... against those tests only (faster)
     .venv/bin/python scripts/mutation.py --report         the last runs' scores, no new run
     .venv/bin/python scripts/mutation.py --fresh money    start over, ignoring the record
 
@@ -23,7 +25,10 @@ runs. A fresh copy starts from the record: mutmut keeps a verdict while the text
 function is unchanged (its hash in the record) and checks every mutant of a changed or new
 function again, as it does between two runs in one copy. --resume and --retry start from the
 record too where the checkout holds no copy yet; --fresh ignores it. A verdict
-kept from an earlier run does not see tests added since: --retry runs the survivors again.
+kept from an earlier run does not see tests added since: --retry runs the survivors again,
+and --retry --tests runs them against the tests named only, far quicker where a survivor's
+covering tests are many (a survivor runs every one): a mutant those tests kill is killed, one they
+do not keeps its verdict.
 
 mutmut runs at the lowest priority (nice 19) with --workers workers (default 2: the machine is
 shared). It first runs the package's selection once, recording which tests execute which
@@ -424,6 +429,16 @@ EQUIVALENT |= {
         "setdefault returns the class stored first, so every lookup still answers that one class"
         " (the mutant only builds a throwaway class per lookup)"
     ),
+    **{
+        f"shared.notices.claim.xǁNoticeClaimǁ_held_query__mutmut_{n}": (
+            "without an ON clause SQLAlchemy joins on the one foreign key between the tables,"
+            " SubscriberNotices.UserId to AspNetUsers.Id: the same join"
+        )
+        for n in (12, 15)
+    },
+    "shared.notices.sweep.xǁNoticeSweepǁ_run__mutmut_82": (
+        "logging formats a message only when it has arguments: alone, the line prints as is"
+    ),
     "shared.notices.claim.xǁNoticeClaimǁtake__mutmut_1": (
         "the sweep, take's one caller in the product, always passes holds_none"
     ),
@@ -500,6 +515,11 @@ class Score:
         ]
 
     @property
+    def to_retry(self) -> list[str]:
+        """The survivors, and every mutant not judged yet, equivalent or not."""
+        return sorted(set(self.survivors) | set(self.by_status.get("not checked", [])))
+
+    @property
     def killed(self) -> int:
         return self.count("killed") + self.count("timeout")
 
@@ -560,11 +580,14 @@ def _seed_from_record(package: str, work: Path) -> None:
         meta = work / "mutants" / name
         meta.parent.mkdir(parents=True, exist_ok=True)
         # mutmut's loader requires the timing tables too; empty ones it fills as it runs.
-        timings = {"durations_by_key": {}, "estimated_durations_by_key": {}}
+        timings: dict[str, dict[str, float]] = {
+            "durations_by_key": {},
+            "estimated_durations_by_key": {},
+        }
         meta.write_text(json.dumps({**timings, **data}, indent=4), encoding="utf-8")
 
 
-def _prepare(package: str, *, fresh: bool, seed: bool) -> Path:
+def _prepare(package: str, *, fresh: bool, seed: bool, tests: list[str] | None = None) -> Path:
     """The package's copy of the checkout with its mutmut section. A fresh copy (seeded with
     the package's record when `seed`), or the last one brought up to date (changed files
     copied, removed ones removed, mutmut's own copy of the tests dropped so it copies them
@@ -591,7 +614,7 @@ def _prepare(package: str, *, fresh: bool, seed: bool) -> Path:
     shutil.rmtree(work / "mutants" / "tests", ignore_errors=True)
     section = COMMON + (
         f"only_mutate = [{json.dumps(f'shared/{package}/*')}]\n"
-        f"pytest_add_cli_args_test_selection = {json.dumps(TESTS[package])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests or TESTS[package])}\n"
     )
     (work / "pyproject.toml").write_text(
         (ROOT / "pyproject.toml").read_text(encoding="utf-8") + section, encoding="utf-8"
@@ -616,6 +639,33 @@ def _run(package: str, work: Path, workers: int, names: list[str]) -> int:
                 _save_record(package)
     _save_record(package)
     return code
+
+
+def _verdicts(work: Path) -> dict[Path, dict[str, int | None]]:
+    return {
+        meta: json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+        for meta in sorted((work / "mutants").rglob("*.py.meta"))
+    }
+
+
+def _keep_unkilled_verdicts(
+    package: str, work: Path, before: dict[Path, dict[str, int | None]]
+) -> None:
+    """After a run against some tests only: a mutant those tests did not kill keeps the verdict
+    the whole selection gave it (they cannot show it survives, nor that no test covers it)."""
+    for meta, codes in before.items():
+        if not meta.exists():
+            continue
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        now = data.get("exit_code_by_key", {})
+        for name, code in codes.items():
+            if name in now and _status(now[name]) not in ("killed", "timeout"):
+                now[name] = code
+        meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    # mutmut's map of which test runs which function now knows these tests only: drop it, so the
+    # next run of the whole selection maps every test again.
+    (work / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    _save_record(package)
 
 
 def _status(code: int | None) -> str:
@@ -671,16 +721,33 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--report", action="store_true", help="score the last runs only")
     mode.add_argument("--fresh", action="store_true", help="a fresh copy, ignoring the record")
     parser.add_argument("--diffs", action="store_true", help="print each survivor's diff")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="test",
+        help="with --retry: run the survivors against these tests only (new ones, say); a"
+        " mutant they do not kill keeps its verdict",
+    )
     args = parser.parse_args(argv)
+    if args.tests and not args.retry:
+        parser.error("--tests goes with --retry only")
     unknown = sorted(set(args.packages) - set(TESTS))
     if unknown:
         parser.error(f"no such package: {', '.join(unknown)} (the packages: {', '.join(TESTS)})")
     scores = []
     for package in args.packages or list(TESTS):
         if not args.report:
-            names = _score(package).survivors if args.retry else []
-            work = _prepare(package, fresh=not (args.resume or args.retry), seed=not args.fresh)
+            names = _score(package).to_retry if args.retry else []
+            work = _prepare(
+                package,
+                fresh=not (args.resume or args.retry),
+                seed=not args.fresh,
+                tests=args.tests,
+            )
+            before = _verdicts(work)
             code = _run(package, work, args.workers, names)
+            if args.tests:
+                _keep_unkilled_verdicts(package, work, before)
             if code != 0:
                 print(f"mutation: mutmut exited {code} on {package}; see its mutmut.log")
                 return 2

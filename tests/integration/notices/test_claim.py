@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, func, make_url, select, text
 
 from shared.db.engine import EngineOptions, build_engine
-from shared.db.schema import SubscriberNotice
+from shared.db.schema import NoticeKind, SubscriberNotice
 from shared.db.uow import unit_of_work, writing_unit_of_work
 from shared.notices.claim import NoticeClaim
 from shared.notices.delivery import NoticeDeliveryRun
@@ -26,6 +27,7 @@ from tests.support.notices import (
     notice_row,
     owed_notices,
 )
+from tests.support.users import add_user
 
 pytestmark = pytest.mark.adr("0048", "D2")
 
@@ -403,3 +405,42 @@ def test_after_a_sweep_that_failed_whole_the_next_renews_what_its_runner_still_h
         assert (last.renewed, last.claimed, last.delivered) == (1, 0, 1)
     finally:
         engine.dispose()
+
+
+def test_a_row_marked_delivered_that_still_names_the_runners_lease_is_not_held_again(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    # An operator's mark that set DeliveredAt alone, leaving the lease: delivered is delivered.
+    (owed,) = owed_notices(engine, 1)
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A)
+    assert sweep.run(exclude={owed.id}).held == 1
+    with writing_unit_of_work(engine) as session:
+        session.execute(
+            SubscriberNotice.__table__.update()
+            .where(SubscriberNotice.Id == owed.id)
+            .values(DeliveredAt=clock.now())
+        )
+        session.commit()
+    assert notice_row(engine, owed.id).LeasedBy == A
+    assert (sweep.run().held, list(pickup.iterdir())) == (0, [])
+
+
+def test_rows_of_one_instant_are_delivered_in_id_order_as_the_claim_takes_them(
+    engine: Engine, clock: FakeClock, pickup: Path
+) -> None:
+    ids = sorted((uuid.uuid4() for _ in range(6)), reverse=True)
+    with unit_of_work(engine) as session:
+        user_id = add_user(session).user_id
+        # Inserted in descending Id order, so only the Id tie-break gives ascending order.
+        for notice_id in ids:
+            session.add(
+                SubscriberNotice(
+                    Id=notice_id, UserId=user_id, Kind=NoticeKind.PIN_ENROLLED, CreatedAt=START
+                )
+            )
+            session.flush()
+        session.commit()
+    delivered: list[uuid.UUID] = []
+    sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A)
+    sweep.run(on_outcome=lambda outcome: delivered.append(outcome.notice_id))
+    assert delivered == sorted(ids)

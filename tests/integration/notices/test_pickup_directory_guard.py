@@ -122,5 +122,5 @@ def test_a_hung_git_reads_as_outside_any_tree_once_its_bound_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(transports, "GIT_ANSWERS_WITHIN", 0.5)
-    _path_with(monkeypatch, tmp_path / "tools", git="exec sleep 30")
+    _path_with(monkeypatch, tmp_path / "tools", git="exec sleep 600")
     assert pickup_directory_problem(_spool(tmp_path)) is None

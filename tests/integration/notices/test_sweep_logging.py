@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from shared.db.engine import build_engine
 from shared.db.schema import NoticeKind
 from shared.db.uow import unit_of_work
+from shared.notices.delivery import DeliveryOutcome, DeliveryStatus
 from shared.notices.transports import NoticeTransport, PickupDirectoryTransport
 from tests.support.clock import FakeClock
 from tests.support.notices import RacingTransport, SlowTransport, add_notice, make_sweep
@@ -80,7 +81,10 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
     paths = [str(pickup), str(existing), str(failing_file), str(tmp_path)]
 
     caplog.set_level(logging.DEBUG)
-    summary = make_sweep(engine, clock, transport, runner="function/h/1/0000000a").run()
+    outcomes: list[DeliveryOutcome] = []
+    summary = make_sweep(engine, clock, transport, runner="function/h/1/0000000a").run(
+        on_outcome=outcomes.append
+    )
     # A second runner whose sweep outlives its lease, and one whose database is unreachable.
     with unit_of_work(engine) as session:
         late = add_user(session)
@@ -101,6 +105,9 @@ def test_no_address_and_no_notice_file_path_in_any_log_record_of_a_sweep_with_ev
     assert summary.delivered == 2  # the plain one and the one whose evidence is missing
     assert (summary.refused, summary.taken, summary.failed) == (1, 1, 5)
     assert lapsed.lease_lapsed and broken.failed_whole == "DatabaseUnavailable"
+    # The verb prints each failure's detail: the exception's type, never its text.
+    failure = next(o for o in outcomes if o.notice_id == transport_fails)
+    assert (failure.status, failure.detail) == (DeliveryStatus.TRANSPORT_FAILED, "OSError")
 
     texts = []
     for record in caplog.records:
