@@ -6,7 +6,7 @@ the last scores.
     .venv/bin/python scripts/mutation.py audit identity   those packages only
     .venv/bin/python scripts/mutation.py --resume money   go on with an interrupted run
     .venv/bin/python scripts/mutation.py --retry money    run the survivors again (new tests)
-    .venv/bin/python scripts/mutation.py --retry notices --tests tests/unit/test_x.py
+    .venv/bin/python scripts/mutation.py --retry notices --tests tests/unit/test_notice_render.py
                                                           ... against those tests only (faster)
     .venv/bin/python scripts/mutation.py --report         the last runs' scores, no new run
     .venv/bin/python scripts/mutation.py --fresh money    start over, ignoring the record
@@ -258,6 +258,13 @@ EQUIVALENT |= {
         "typing.cast returns its value unchanged whatever type it names"
     ),
     "shared.money.idempotency.x_store_success__mutmut_2": _SYNC_NONE,
+    **{
+        f"shared.money.idempotency.x_request_hash__mutmut_{n}": (
+            "every value hashed is JSON already (the body's model_dump(mode='json') and the"
+            " amounts as canonical strings), so json.dumps never calls its default"
+        )
+        for n in (10, 14)
+    },
     **{
         f"shared.money.{name}__mutmut_{n}": (
             "the label only names the choice in the error for a dialect the table lacks, and the"
