@@ -37,23 +37,28 @@ BEARER = HTTPBearer(
 )
 
 
+def _refused() -> Unauthenticated:
+    # RFC 6750 §3's challenge, and no word of why: a prober learns nothing from the refusal.
+    return Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
+
+
 def current_user_id(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)],
     services: HostServices,
 ) -> str:
     """The caller from a verified bearer token, else a 401 that says not why. Sync: JWKS blocks."""
     if credentials is None:
-        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
+        raise _refused()
     try:
         # The verifier refuses any `sub` no database can store and compare (claims.user_id).
         claimed = services.tokens.verify(credentials.credentials)
     except InvalidToken:
-        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"}) from None
+        raise _refused() from None
     with unit_of_work(services.engine) as session:
         # Exact on SQL Server too, whose collation would match another case (docs/database.md).
         stored = session.scalar(select(AspNetUser.Id).where(exact_equals(AspNetUser.Id, claimed)))
     if stored is None:
-        raise Unauthenticated(headers={"WWW-Authenticate": "Bearer"})
+        raise _refused()
     return stored
 
 

@@ -152,9 +152,11 @@ class Answer:
         return document.get(name) if isinstance(document, dict) else None
 
     def shown(self) -> str:
-        """`201`, or `422 DAILY_LIMIT_EXCEEDED` when the body names an errorCode."""
+        """`201`, or `422 DAILY_LIMIT_EXCEEDED` when the body names an errorCode (one of
+        printable characters: the line is an operator's terminal's, whatever the server sent)."""
         code = self.get("errorCode")
-        return f"{self.status} {code}" if isinstance(code, str) else str(self.status)
+        named = isinstance(code, str) and code.strip() and code.isprintable()
+        return f"{self.status} {code}" if named else str(self.status)
 
 
 Holds = Callable[[Answer], str]  # what did not hold, or "" when all did

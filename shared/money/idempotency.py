@@ -220,11 +220,14 @@ def run_keyed(
                     return answer
             except (LostRace, errors.TransactionRolledBack):
                 pass
+            if attempt == MAX_ATTEMPTS:
+                break  # no pause before the refusal, and no "retrying" that does not follow
             log.info(
                 "Money transaction lost a race (attempt %d of %d); retrying", attempt, MAX_ATTEMPTS
             )
             # Jitter so losers do not collide again in lockstep.
             time.sleep(random.uniform(0, _BACKOFF_SECONDS * attempt))  # noqa: S311 - not security
+        log.warning("Money transaction lost a race on each of its %d attempts", MAX_ATTEMPTS)
         raise refusals.ConcurrencyConflict()
 
     try:

@@ -195,8 +195,8 @@ def test_a_transfer_that_loses_every_race_gives_up_after_the_last_attempt_backin
     db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Writes that match no row every time (a token moved each attempt): each attempt runs once,
-    waits a random part of a bound that grows with the attempt, then 503 CONCURRENCY_CONFLICT,
-    and nothing moved."""
+    each but the last followed by a pause drawn from a bound that grows with the attempt, then
+    503 CONCURRENCY_CONFLICT at once, one Warning saying so, and nothing moved."""
     written: list[TransferWrites] = []
 
     def always_lost(_session: Session, writes: TransferWrites) -> WriteOutcome:
@@ -217,14 +217,23 @@ def test_a_transfer_that_loses_every_race_gives_up_after_the_last_attempt_backin
     order = scene.order(10)
     with caplog.at_level(logging.INFO, logger="azurebank.money"):
         assert scene.refusal(order) == (503, "CONCURRENCY_CONFLICT")
-    attempts = range(1, idempotency.MAX_ATTEMPTS + 1)
+    # A pause and a "retrying" line between attempts only: none after the last, which refuses.
+    retries = range(1, idempotency.MAX_ATTEMPTS)
     assert len(written) == idempotency.MAX_ATTEMPTS
-    assert waits == [pytest.approx(waits[0] * n) for n in attempts] and waits[0] > 0
-    assert [low for low, _ in bounds] == [0] * idempotency.MAX_ATTEMPTS
+    assert waits == [pytest.approx(waits[0] * n) for n in retries] and waits[0] > 0
+    assert [low for low, _ in bounds] == [0] * (idempotency.MAX_ATTEMPTS - 1)
     retried = [
         record.args
         for record in caplog.records
         if record.msg == "Money transaction lost a race (attempt %d of %d); retrying"
     ]
-    assert retried == [(n, idempotency.MAX_ATTEMPTS) for n in attempts]
+    assert retried == [(n, idempotency.MAX_ATTEMPTS) for n in retries]
+    assert [
+        (r.levelno, r.getMessage()) for r in caplog.records if "on each of its" in r.msg
+    ] == [
+        (
+            logging.WARNING,
+            f"Money transaction lost a race on each of its {idempotency.MAX_ATTEMPTS} attempts",
+        )
+    ]
     assert scene.balances() == (Decimal(200), Decimal(0))
