@@ -228,9 +228,7 @@ def test_a_transfer_that_loses_every_race_gives_up_after_the_last_attempt_backin
         if record.msg == "Money transaction lost a race (attempt %d of %d); retrying"
     ]
     assert retried == [(n, idempotency.MAX_ATTEMPTS) for n in retries]
-    assert [
-        (r.levelno, r.getMessage()) for r in caplog.records if "on each of its" in r.msg
-    ] == [
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if "on each of its" in r.msg] == [
         (
             logging.WARNING,
             f"Money transaction lost a race on each of its {idempotency.MAX_ATTEMPTS} attempts",
