@@ -290,7 +290,10 @@ EQUIVALENT |= {
     "shared.money.payees.x_resolve_payee__mutmut_15": (
         "with no user found, judge_payee refuses PAYEE_NOT_FOUND before it reads payee_open"
     ),
-    "shared.money.idempotency.x_run_keyed__mutmut_47": (
+    "shared.money.idempotency.x_run_keyed__mutmut_7": (
+        "the loop breaks at attempt MAX_ATTEMPTS, so a bound one past it is never reached"
+    ),
+    "shared.money.idempotency.x_run_keyed__mutmut_56": (
         "every money answer's body holds its transaction's fresh Id, so an answer run again never"
         " has the body of the one whose commit was lost unless it is that one replayed"
     ),
