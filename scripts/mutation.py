@@ -496,6 +496,9 @@ use_git_change_detection = false
 """
 
 
+KILLED = ("killed", "timeout")  # a timeout is a hang the suite noticed: a kill
+
+
 @dataclass
 class Score:
     package: str
@@ -519,7 +522,7 @@ class Score:
         return [
             name
             for status, names in sorted(self.by_status.items())
-            if status not in ("killed", "timeout")
+            if status not in KILLED
             for name in names
             if name not in EQUIVALENT
         ]
@@ -542,7 +545,7 @@ class Score:
         others = ", ".join(
             f"{len(names)} {status}"
             for status, names in sorted(self.by_status.items())
-            if status not in ("killed", "timeout", "survived")
+            if status not in (*KILLED, "survived")
         )
         sql_server = len([n for n in self.survivors if n in SQL_SERVER_ONLY])
         return (
@@ -669,7 +672,7 @@ def _keep_unkilled_verdicts(
         data = json.loads(meta.read_text(encoding="utf-8"))
         now = data.get("exit_code_by_key", {})
         for name, code in codes.items():
-            if name in now and _status(now[name]) not in ("killed", "timeout"):
+            if name in now and _status(now[name]) not in KILLED:
                 now[name] = code
         meta.write_text(json.dumps(data, indent=4), encoding="utf-8")
     # mutmut's map of which test runs which function now knows these tests only: drop it, so the
@@ -754,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=not args.fresh,
                 tests=args.tests,
             )
-            before = _verdicts(work)
+            before = _verdicts(work) if args.tests else {}
             code = _run(package, work, args.workers, names)
             if args.tests:
                 _keep_unkilled_verdicts(package, work, before)

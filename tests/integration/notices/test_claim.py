@@ -291,6 +291,17 @@ def test_a_store_that_rounds_timestamps_still_reads_back_what_it_holds_by_name(
     assert len(list(pickup.iterdir())) == 3
 
 
+def _set_row(engine: Engine, notice_id: uuid.UUID, **values: object) -> None:
+    """Columns of one row written as another process would, outside any sweep."""
+    with writing_unit_of_work(engine) as session:
+        session.execute(
+            SubscriberNotice.__table__.update()
+            .where(SubscriberNotice.Id == notice_id)
+            .values(**values)
+        )
+        session.commit()
+
+
 def _sweep_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "azurebank.notices.sweep"]
 
@@ -346,13 +357,7 @@ def test_a_sweep_counts_only_other_runners_live_leases_as_held_by_them(
     engine: Engine, clock: FakeClock, pickup: Path, lease_left: timedelta, counted: int
 ) -> None:
     older, newer = owed_notices(engine, 2)
-    with writing_unit_of_work(engine) as session:
-        session.execute(
-            SubscriberNotice.__table__.update()
-            .where(SubscriberNotice.Id == newer.id)
-            .values(LeasedBy=B, LeasedUntil=clock.now() + lease_left)
-        )
-        session.commit()
+    _set_row(engine, newer.id, LeasedBy=B, LeasedUntil=clock.now() + lease_left)
     # A batch of one takes the older row, so the newer stays under B's lease, live or lapsed.
     summary = make_sweep(
         engine, clock, PickupDirectoryTransport(pickup), runner=A, batch_size=1
@@ -414,13 +419,7 @@ def test_a_row_marked_delivered_that_still_names_the_runners_lease_is_not_held_a
     (owed,) = owed_notices(engine, 1)
     sweep = make_sweep(engine, clock, PickupDirectoryTransport(pickup), runner=A)
     assert sweep.run(exclude={owed.id}).held == 1
-    with writing_unit_of_work(engine) as session:
-        session.execute(
-            SubscriberNotice.__table__.update()
-            .where(SubscriberNotice.Id == owed.id)
-            .values(DeliveredAt=clock.now())
-        )
-        session.commit()
+    _set_row(engine, owed.id, DeliveredAt=clock.now())
     assert notice_row(engine, owed.id).LeasedBy == A
     assert (sweep.run().held, list(pickup.iterdir())) == (0, [])
 

@@ -35,8 +35,9 @@ def _spool(tmp_path: Path) -> Path:
 
 
 def _path_with(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, git: str | None) -> None:
-    """PATH holds a stand-in `git` running `git` as shell, or no git at all (None)."""
-    bin_dir = tmp_path / "bin"
+    """PATH holds only a stand-in `git` whose body is the shell text `git` (beside the system's
+    own tools), or no git at all (None)."""
+    bin_dir = tmp_path / "tools" / "bin"
     bin_dir.mkdir(parents=True)
     if git is not None:
         script = bin_dir / "git"
@@ -71,7 +72,7 @@ def test_a_dot_git_above_the_directory_is_refused_where_git_is_not_installed(
 ) -> None:
     directory = _spool(tmp_path)
     (tmp_path / ".git").mkdir()
-    _path_with(monkeypatch, tmp_path / "tools", git=None)
+    _path_with(monkeypatch, tmp_path, git=None)
     assert pickup_directory_problem(directory) == INSIDE
 
 
@@ -80,7 +81,7 @@ def test_no_git_installed_and_no_dot_git_reads_as_outside_any_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     directory = _spool(tmp_path)
-    _path_with(monkeypatch, tmp_path / "tools", git=None)
+    _path_with(monkeypatch, tmp_path, git=None)
     assert pickup_directory_problem(directory) is None
 
 
@@ -113,7 +114,7 @@ def test_a_git_that_fails_reads_as_outside_any_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A git that prints "true" but exits non-zero has answered nothing.
-    _path_with(monkeypatch, tmp_path / "tools", git="echo true; exit 1")
+    _path_with(monkeypatch, tmp_path, git="echo true; exit 1")
     assert pickup_directory_problem(_spool(tmp_path)) is None
 
 
@@ -122,5 +123,5 @@ def test_a_hung_git_reads_as_outside_any_tree_once_its_bound_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(transports, "GIT_ANSWERS_WITHIN", 0.5)
-    _path_with(monkeypatch, tmp_path / "tools", git="exec sleep 600")
+    _path_with(monkeypatch, tmp_path, git="exec sleep 600")
     assert pickup_directory_problem(_spool(tmp_path)) is None
